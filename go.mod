@@ -1,0 +1,3 @@
+module github.com/quietwire/retry
+
+go 1.22

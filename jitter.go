@@ -1,0 +1,102 @@
+package retry
+
+import "time"
+
+// Jitter chooses the wait before a retry. It must be a pure function of
+// its arguments, so that it can be tested at chosen values of u and shared
+// by concurrent calls:
+//
+//   - n is the number of retries already made: 0 for the wait after the
+//     first failure;
+//   - base and max are the Policy's BaseDelay and MaxDelay;
+//   - prev is the previous wait, or base before the first;
+//   - u is a uniform random number in [0, 1].
+//
+// The functions in this package never return a negative wait nor one above
+// max, and never overflow, for any n and any durations. Arguments out of
+// range are clamped, not rejected: a negative n counts as 0, a negative
+// duration as 0, a base above max as max, and a u outside [0, 1] or NaN as
+// the nearest bound (NaN as 0).
+type Jitter func(n int, base, max, prev time.Duration, u float64) time.Duration
+
+// NoJitter returns min(base·2ⁿ, max): plain capped exponential backoff.
+// It ignores prev and u. Clients that fail together retry together with
+// it; prefer a jittered schedule unless there is one client.
+func NoJitter(n int, base, max, prev time.Duration, u float64) time.Duration {
+	return expo(n, base, max)
+}
+
+// FullJitter returns u·min(base·2ⁿ, max): a wait anywhere between 0 and
+// the capped exponential. It spreads clients the most.
+func FullJitter(n int, base, max, prev time.Duration, u float64) time.Duration {
+	return scale(expo(n, base, max), unit(u))
+}
+
+// EqualJitter returns d/2 + u·d/2, where d = min(base·2ⁿ, max): a wait in
+// [d/2, d], which keeps half of the exponential backoff and jitters the rest.
+func EqualJitter(n int, base, max, prev time.Duration, u float64) time.Duration {
+	d := expo(n, base, max)
+	return d/2 + scale(d-d/2, unit(u))
+}
+
+// DecorrelatedJitter returns min(max, base + u·(3·p − base)), where
+// p = max(prev, base): each wait grows from the previous one rather than
+// from n, and lies in [base, max]. It is the default Jitter of Policy.
+func DecorrelatedJitter(n int, base, max, prev time.Duration, u float64) time.Duration {
+	base, max = bounds(base, max)
+	p := float64(base)
+	if prev > base {
+		p = float64(prev)
+	}
+	f := float64(base) + unit(u)*(3*p-float64(base))
+	if f >= float64(max) {
+		return max
+	}
+	return clamp(time.Duration(f), base, max) // clamp absorbs float rounding
+}
+
+// expo returns min(base·2ⁿ, max) without overflow.
+func expo(n int, base, max time.Duration) time.Duration {
+	base, max = bounds(base, max)
+	switch {
+	case n <= 0:
+		return base
+	case base == 0:
+		return 0
+	case base > max>>n: // base·2ⁿ > max ⟺ base > ⌊max/2ⁿ⌋; max>>n is 0 for n ≥ 63
+		return max
+	}
+	return base << n
+}
+
+// bounds clamps base and max to 0 ≤ base ≤ max.
+func bounds(base, max time.Duration) (time.Duration, time.Duration) {
+	if max < 0 {
+		max = 0
+	}
+	return clamp(base, 0, max), max
+}
+
+// scale returns u·d for u in [0, 1], never above d.
+func scale(d time.Duration, u float64) time.Duration {
+	f := u * float64(d)
+	if f >= float64(d) { // float64(d) may round up past math.MaxInt64
+		return d
+	}
+	return time.Duration(f)
+}
+
+// unit clamps u into [0, 1], with NaN as 0.
+func unit(u float64) float64 {
+	switch {
+	case u > 1:
+		return 1
+	case u >= 0:
+		return u
+	}
+	return 0 // negative or NaN
+}
+
+func clamp(d, lo, hi time.Duration) time.Duration {
+	return min(max(d, lo), hi)
+}

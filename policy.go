@@ -1,0 +1,164 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults that a zero field of Policy stands for.
+const (
+	// DefaultMaxAttempts is the number of calls of fn, the first included,
+	// that a Policy with MaxAttempts 0 allows.
+	DefaultMaxAttempts = 5
+	// DefaultBaseDelay is the first wait of a Policy with BaseDelay 0.
+	DefaultBaseDelay = 100 * time.Millisecond
+	// DefaultMaxDelay is the longest single wait of a Policy with MaxDelay 0.
+	DefaultMaxDelay = 30 * time.Second
+)
+
+// Policy says how often Do calls fn and how long it waits in between.
+//
+// A Policy is a plain value with no hidden state: all that changes during a
+// call lives inside Do, so one Policy may be shared by any number of
+// concurrent calls, provided its functions and interfaces are safe for
+// concurrent use too. The zero Policy is valid: 5 attempts, waits starting
+// at 100ms and capped at 30s with decorrelated jitter, no total deadline,
+// and every error retried except context.Canceled and
+// context.DeadlineExceeded.
+type Policy struct {
+	// MaxAttempts is the number of calls of fn in all, the first included:
+	// 1 means no retries. 0 means DefaultMaxAttempts.
+	MaxAttempts int
+
+	// BaseDelay is the scale of the first wait. 0 means DefaultBaseDelay.
+	BaseDelay time.Duration
+
+	// MaxDelay caps every single wait, hints included.
+	// 0 means DefaultMaxDelay. It must not be below BaseDelay.
+	MaxDelay time.Duration
+
+	// Deadline is the total time budget, measured on Clock from the moment
+	// Do is called. Once it has passed, a failure ends the retries; no wait
+	// ends after it. fn is always called at least once. 0 means no deadline.
+	Deadline time.Duration
+
+	// Jitter chooses each wait. nil means DecorrelatedJitter.
+	// Do clamps what it returns to [0, MaxDelay].
+	Jitter Jitter
+
+	// IsRetryable reports whether an error returned by fn is worth another
+	// attempt. nil means every error except those that match
+	// context.Canceled or context.DeadlineExceeded (by errors.Is).
+	IsRetryable func(error) bool
+
+	// OnRetry, if not nil, is called before each wait with the number of
+	// the attempt that failed (1 for the first call of fn), its error, and
+	// the wait that follows.
+	OnRetry func(attempt int, err error, wait time.Duration)
+
+	// Clock tells the time for Deadline, for ctx's deadline and for
+	// RetryExhausted.Elapsed. nil means the real clock, whose readings are
+	// monotonic.
+	Clock Clock
+
+	// Sleeper waits between attempts. nil means a timer that ends early
+	// when ctx is done; Do reuses one timer for all its waits and stops it
+	// before returning.
+	Sleeper Sleeper
+
+	// Rand returns a uniform random number in [0, 1) for each wait.
+	// nil means Float64 from math/rand/v2, which is safe for concurrent
+	// use; a Rand shared by concurrent calls must be safe too. A value
+	// outside [0, 1], or NaN, is clamped into [0, 1].
+	Rand func() float64
+}
+
+// ErrInvalidPolicy is wrapped by the error that Policy.Validate and Do
+// return for a Policy with a field out of range. The message names the field.
+var ErrInvalidPolicy = errors.New("retry: invalid policy")
+
+// Validate returns nil if p can be used, or an error that wraps
+// ErrInvalidPolicy and names the first field out of range: a negative
+// MaxAttempts, BaseDelay, MaxDelay or Deadline, or a MaxDelay below
+// BaseDelay once defaults are filled in. Do calls Validate itself.
+func (p Policy) Validate() error {
+	switch {
+	case p.MaxAttempts < 0:
+		return invalid("MaxAttempts is %d; want 0 (meaning %d) or more", p.MaxAttempts, DefaultMaxAttempts)
+	case p.BaseDelay < 0:
+		return invalid("BaseDelay is %v; want 0 (meaning %v) or more", p.BaseDelay, DefaultBaseDelay)
+	case p.MaxDelay < 0:
+		return invalid("MaxDelay is %v; want 0 (meaning %v) or more", p.MaxDelay, DefaultMaxDelay)
+	case p.Deadline < 0:
+		return invalid("Deadline is %v; want 0 (meaning none) or more", p.Deadline)
+	}
+	if q := p.withDefaults(); q.MaxDelay < q.BaseDelay {
+		return invalid("MaxDelay %v is below BaseDelay %v", q.MaxDelay, q.BaseDelay)
+	}
+	return nil
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidPolicy}, args...)...)
+}
+
+// withDefaults returns p with every zero field that has a default filled in.
+func (p Policy) withDefaults() Policy {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.BaseDelay == 0 {
+		p.BaseDelay = DefaultBaseDelay
+	}
+	if p.MaxDelay == 0 {
+		p.MaxDelay = DefaultMaxDelay
+	}
+	if p.Jitter == nil {
+		p.Jitter = DecorrelatedJitter
+	}
+	return p
+}
+
+// retryable reports whether err is worth another attempt under p.
+func (p *Policy) retryable(err error) bool {
+	if p.IsRetryable != nil {
+		return p.IsRetryable(err)
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// Clock tells the time. Do reads it once when it starts, then only where a
+// deadline or the final error needs it.
+type Clock interface {
+	Now() time.Time
+}
+
+// Sleeper waits between attempts.
+//
+// Sleep waits for d, or until ctx is done, whichever comes first. It returns
+// nil after a full wait and ctx's error when ctx ended it. Any other error
+// ends the retries (see SleepFailed).
+type Sleeper interface {
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// ClockFunc adapts an ordinary function to the Clock interface:
+// ClockFunc(f).Now() calls f().
+type ClockFunc func() time.Time
+
+// Now returns f().
+func (f ClockFunc) Now() time.Time { return f() }
+
+// SleeperFunc adapts an ordinary function to the Sleeper interface:
+// SleeperFunc(f).Sleep(ctx, d) calls f(ctx, d).
+type SleeperFunc func(ctx context.Context, d time.Duration) error
+
+// Sleep returns f(ctx, d).
+func (f SleeperFunc) Sleep(ctx context.Context, d time.Duration) error { return f(ctx, d) }
+
+var (
+	_ Clock   = ClockFunc(nil)
+	_ Sleeper = SleeperFunc(nil)
+)

@@ -1,0 +1,556 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Behaviours 1 and 3: fn is called at most MaxAttempts times, success ends
+// the run at once, and no wait follows the last attempt.
+func TestDoAttempts(t *testing.T) {
+	tests := []struct {
+		name        string
+		maxAttempts int
+		failures    int
+		wantCalls   int
+		wantErr     bool
+	}{
+		{"success at once", 5, 0, 1, false},
+		{"success on the third call", 5, 2, 3, false},
+		{"success on the last call", 5, 4, 5, false},
+		{"exhausted", 5, 10, 5, true},
+		{"zero means five", 0, 10, 5, true},
+		{"one means no retries", 1, 10, 1, true},
+		{"two", 2, 10, 2, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			fn := &flaky{n: tt.failures, err: errBoom}
+			err := Do(context.Background(), fn.call, ft.with(Policy{MaxAttempts: tt.maxAttempts}))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Do() = %v; want error %v", err, tt.wantErr)
+			}
+			if fn.calls != tt.wantCalls {
+				t.Errorf("Do() calls = %d; want %d", fn.calls, tt.wantCalls)
+			}
+			if got := len(ft.Waits()); got != tt.wantCalls-1 {
+				t.Errorf("Do() waits = %d; want %d (one between each two calls)", got, tt.wantCalls-1)
+			}
+		})
+	}
+}
+
+func TestDoValue(t *testing.T) {
+	ft := newFakeTime()
+	calls := 0
+	v, err := DoValue(context.Background(), func(context.Context) (string, error) {
+		calls++
+		if calls < 3 {
+			return "partial", errBoom
+		}
+		return "done", nil
+	}, ft.with(Policy{}))
+	if v != "done" || err != nil || calls != 3 {
+		t.Errorf("DoValue() = %q, %v after %d calls; want \"done\", nil after 3", v, err, calls)
+	}
+
+	v, err = DoValue(context.Background(), func(context.Context) (string, error) {
+		return "partial", errBoom
+	}, ft.with(Policy{MaxAttempts: 2}))
+	if v != "" || !errors.Is(err, errBoom) {
+		t.Errorf("DoValue() = %q, %v; want the zero value and an error that wraps boom", v, err)
+	}
+}
+
+// Behaviour 2: a non-retryable error comes back as it is, at once.
+func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
+	permanent := &customErr{"permanent"}
+	tests := []struct {
+		name string
+		err  error
+		p    Policy
+	}{
+		{"predicate says no", permanent, Policy{IsRetryable: func(err error) bool { return err != permanent }}},
+		{"default: context.Canceled", context.Canceled, Policy{}},
+		{"default: wrapped DeadlineExceeded", fmt.Errorf("call: %w", context.DeadlineExceeded), Policy{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			onRetry := 0
+			p := ft.with(tt.p)
+			p.OnRetry = func(int, error, time.Duration) { onRetry++ }
+			fn := &flaky{n: 10, err: tt.err}
+			err := Do(context.Background(), fn.call, p)
+			if err != tt.err {
+				t.Errorf("Do() = %#v; want %#v, the same value", err, tt.err)
+			}
+			if fn.calls != 1 || len(ft.Waits()) != 0 || onRetry != 0 {
+				t.Errorf("Do() calls, waits, OnRetry = %d, %d, %d; want 1, 0, 0", fn.calls, len(ft.Waits()), onRetry)
+			}
+		})
+	}
+}
+
+type customErr struct{ s string }
+
+func (e *customErr) Error() string { return e.s }
+
+// Behaviour 4: *RetryExhausted says what happened and reaches the last error.
+func TestRetryExhausted(t *testing.T) {
+	ft := newFakeTime()
+	last := &customErr{"connection refused"}
+	fn := &flaky{n: 10, err: fmt.Errorf("dial: %w", last)}
+	p := ft.with(Policy{MaxAttempts: 3, Jitter: NoJitter})
+	err := Do(context.Background(), fn.call, p)
+
+	var re *RetryExhausted
+	if !errors.As(err, &re) {
+		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
+	}
+	if re.Attempts != 3 || re.Elapsed != 300*time.Millisecond || re.Reason != MaxAttemptsReached || re.Cause != nil {
+		t.Errorf("Do() = %+v; want 3 attempts in 300ms, MaxAttemptsReached, no Cause", re)
+	}
+	var ce *customErr
+	if !errors.As(err, &ce) || ce != last {
+		t.Errorf("errors.As(Do(), *customErr) = %v; want the last error", ce)
+	}
+	if !errors.Is(err, last) {
+		t.Errorf("errors.Is(Do(), last) = false; want true")
+	}
+	want := "retry: gave up after 3 attempts in 300ms (max attempts reached): dial: connection refused"
+	if err.Error() != want {
+		t.Errorf("Do().Error() = %q; want %q", err, want)
+	}
+}
+
+func TestRetryExhaustedError(t *testing.T) {
+	tests := []struct {
+		err  *RetryExhausted
+		want string
+	}{
+		{&RetryExhausted{Attempts: 1, Elapsed: 0, Last: errBoom, Reason: HintTooLong},
+			"retry: gave up after 1 attempt in 0s (retry-after hint too long): boom"},
+		{&RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: ContextDone, Cause: context.Canceled},
+			"retry: gave up after 2 attempts in 1s (context canceled): boom"},
+		{&RetryExhausted{Attempts: 4, Elapsed: time.Minute, Last: errBoom, Reason: DeadlineReached},
+			"retry: gave up after 4 attempts in 1m0s (deadline reached): boom"},
+		{&RetryExhausted{Reason: Reason(99)},
+			"retry: gave up after 0 attempts in 0s (Reason(99))"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("Error() = %q; want %q", got, tt.want)
+		}
+		if got := tt.err.Error(); strings.ToLower(got) != got && tt.err.Reason != Reason(99) {
+			t.Errorf("Error() = %q; want lowercase", got)
+		}
+	}
+	if got := (&RetryExhausted{}).Unwrap(); len(got) != 0 {
+		t.Errorf("Unwrap() of an empty RetryExhausted = %v; want no errors", got)
+	}
+}
+
+func TestReasonString(t *testing.T) {
+	for r, want := range map[Reason]string{
+		MaxAttemptsReached: "max attempts reached",
+		DeadlineReached:    "deadline reached",
+		ContextDone:        "context done",
+		HintTooLong:        "retry-after hint too long",
+		SleepFailed:        "sleep failed",
+		0:                  "Reason(0)",
+		-1:                 "Reason(-1)",
+	} {
+		if got := r.String(); got != want {
+			t.Errorf("Reason(%d).String() = %q; want %q", int(r), got, want)
+		}
+	}
+}
+
+// Behaviour 5: the Deadline ends the retries, clips waits, and still lets
+// fn run once.
+func TestDeadline(t *testing.T) {
+	t.Run("waits are clipped and the deadline ends the run", func(t *testing.T) {
+		ft := newFakeTime()
+		fn := &flaky{n: 100, err: errBoom}
+		p := ft.with(Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: time.Minute, Deadline: 10 * time.Second, Jitter: NoJitter})
+		err := Do(context.Background(), fn.call, p)
+		// waits 1s, 2s, 4s, then 3s clipped to the deadline; the fifth call fails at 10s
+		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 3 * time.Second}
+		if got := ft.Waits(); !slices.Equal(got, want) {
+			t.Errorf("Do() waits = %v; want %v", got, want)
+		}
+		var re *RetryExhausted
+		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 5 || re.Elapsed != 10*time.Second {
+			t.Errorf("Do() = %v; want DeadlineReached after 5 attempts in 10s", err)
+		}
+	})
+	t.Run("no wait ends after the deadline", func(t *testing.T) {
+		for seed := range 50 {
+			ft := newFakeTime()
+			start := ft.Now()
+			deadline := 3 * time.Second
+			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Deadline: deadline, Rand: seqRand(uint64(seed))})
+			p.OnRetry = func(_ int, _ error, wait time.Duration) {
+				if end := ft.Now().Add(wait); end.Sub(start) > deadline {
+					t.Fatalf("seed %d: a wait of %v ends %v after the start; want at most %v", seed, wait, end.Sub(start), deadline)
+				}
+			}
+			Do(context.Background(), (&flaky{n: 1000, err: errBoom}).call, p)
+		}
+	})
+	t.Run("fn runs once even when the deadline has passed", func(t *testing.T) {
+		ft := newFakeTime()
+		calls := 0
+		fn := func(context.Context) error {
+			calls++
+			ft.advance(time.Hour) // the first call outlasts the whole budget
+			return errBoom
+		}
+		err := Do(context.Background(), fn, ft.with(Policy{Deadline: time.Second}))
+		var re *RetryExhausted
+		if calls != 1 || !errors.As(err, &re) || re.Reason != DeadlineReached || len(ft.Waits()) != 0 {
+			t.Errorf("Do() = %v after %d calls and %d waits; want DeadlineReached after 1 call, no wait", err, calls, len(ft.Waits()))
+		}
+	})
+}
+
+// Behaviour 6: ctx stops the run, and the error reaches both ctx's error
+// and the last error.
+func TestContext(t *testing.T) {
+	t.Run("done before the first call", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		fn := &flaky{n: 1, err: errBoom}
+		if err := Do(ctx, fn.call, Policy{}); err != context.Canceled || fn.calls != 0 {
+			t.Errorf("Do() = %v after %d calls; want context.Canceled after 0", err, fn.calls)
+		}
+	})
+	t.Run("canceled during fn", func(t *testing.T) {
+		ft := newFakeTime()
+		ctx, cancel := context.WithCancel(context.Background())
+		calls := 0
+		fn := func(context.Context) error { calls++; cancel(); return errBoom }
+		err := Do(ctx, fn, ft.with(Policy{}))
+		assertContextDone(t, err, context.Canceled, 1)
+		if calls != 1 || len(ft.Waits()) != 0 {
+			t.Errorf("Do() calls, waits = %d, %d; want 1, 0", calls, len(ft.Waits()))
+		}
+	})
+	t.Run("canceled during the wait", func(t *testing.T) {
+		ft := newFakeTime()
+		ctx, cancel := context.WithCancel(context.Background())
+		p := ft.with(Policy{})
+		p.Sleeper = SleeperFunc(func(ctx context.Context, d time.Duration) error {
+			cancel() // as if ctx ended halfway through the wait
+			return ctx.Err()
+		})
+		fn := &flaky{n: 10, err: errBoom}
+		err := Do(ctx, fn.call, p)
+		assertContextDone(t, err, context.Canceled, 1)
+		if fn.calls != 1 {
+			t.Errorf("Do() calls = %d; want 1: no attempt after ctx is done", fn.calls)
+		}
+	})
+	t.Run("ctx deadline before the next wait ends", func(t *testing.T) {
+		ft := newFakeTime()
+		ctx, cancel := context.WithDeadline(context.Background(), ft.Now().Add(time.Hour))
+		defer cancel()
+		fn := &flaky{n: 10, err: errBoom}
+		p := ft.with(Policy{BaseDelay: 40 * time.Minute, MaxDelay: 2 * time.Hour, Jitter: NoJitter})
+		err := Do(ctx, fn.call, p)
+		// 40m fits in the hour; the next wait, 80m, would outlast it
+		assertContextDone(t, err, context.DeadlineExceeded, 2)
+		if got, want := ft.Waits(), []time.Duration{40 * time.Minute}; !slices.Equal(got, want) {
+			t.Errorf("Do() waits = %v; want %v", got, want)
+		}
+	})
+}
+
+func assertContextDone(t *testing.T, err, ctxErr error, attempts int) {
+	t.Helper()
+	var re *RetryExhausted
+	if !errors.As(err, &re) {
+		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
+	}
+	if re.Reason != ContextDone || re.Attempts != attempts {
+		t.Errorf("Do() reason, attempts = %v, %d; want %v, %d", re.Reason, re.Attempts, ContextDone, attempts)
+	}
+	if !errors.Is(err, ctxErr) || !errors.Is(err, errBoom) {
+		t.Errorf("Do() = %v; want errors.Is to reach both %v and boom", err, ctxErr)
+	}
+}
+
+// Behaviour 7: a RetryAfter hint sets the least wait, and a hint the
+// policy cannot honour ends the run without a wait.
+func TestRetryAfterHint(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		p          Policy
+		ctxTimeout time.Duration
+		wantWaits  []time.Duration
+		wantReason Reason
+	}{
+		{"hint longer than the jitter", hintErr(5 * time.Second), Policy{MaxAttempts: 3}, 0,
+			[]time.Duration{5 * time.Second, 5 * time.Second}, MaxAttemptsReached},
+		{"hint shorter than the jitter", hintErr(time.Millisecond), Policy{MaxAttempts: 2, Jitter: NoJitter}, 0,
+			[]time.Duration{100 * time.Millisecond}, MaxAttemptsReached},
+		{"hint wrapped", fmt.Errorf("get: %w", hintErr(2*time.Second)), Policy{MaxAttempts: 2}, 0,
+			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
+		{"hint joined", errors.Join(errBoom, hintErr(2*time.Second)), Policy{MaxAttempts: 2}, 0,
+			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
+		{"zero hint ignored", hintErr(0), Policy{MaxAttempts: 2, Jitter: NoJitter}, 0,
+			[]time.Duration{100 * time.Millisecond}, MaxAttemptsReached},
+		{"hint equal to MaxDelay", hintErr(time.Second), Policy{MaxAttempts: 2, MaxDelay: time.Second}, 0,
+			[]time.Duration{time.Second}, MaxAttemptsReached},
+		{"hint above MaxDelay", hintErr(31 * time.Second), Policy{}, 0,
+			nil, HintTooLong},
+		{"hint beyond Deadline", hintErr(10 * time.Second), Policy{Deadline: 5 * time.Second}, 0,
+			nil, HintTooLong},
+		{"hint beyond ctx deadline", hintErr(10 * time.Second), Policy{}, 5 * time.Second,
+			nil, HintTooLong},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			ctx := context.Background()
+			if tt.ctxTimeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, ft.Now().Add(tt.ctxTimeout))
+				defer cancel()
+			}
+			fn := &flaky{n: 100, err: tt.err}
+			p := ft.with(tt.p)
+			p.Rand = constRand(0) // the default Jitter then waits BaseDelay
+			err := Do(ctx, fn.call, p)
+			if got := ft.Waits(); !slices.Equal(got, tt.wantWaits) {
+				t.Errorf("Do() waits = %v; want %v", got, tt.wantWaits)
+			}
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != tt.wantReason || !errors.Is(err, tt.err) {
+				t.Errorf("Do() = %v; want a *RetryExhausted for %v that wraps %v", err, tt.wantReason, tt.err)
+			}
+		})
+	}
+}
+
+// Behaviour 8: OnRetry sees the failed attempt, its error and the wait.
+func TestOnRetry(t *testing.T) {
+	ft := newFakeTime()
+	type call struct {
+		attempt int
+		err     error
+		wait    time.Duration
+	}
+	var got []call
+	p := ft.with(Policy{MaxAttempts: 4, Rand: seqRand(1)})
+	p.OnRetry = func(attempt int, err error, wait time.Duration) { got = append(got, call{attempt, err, wait}) }
+	errs := []error{errors.New("e1"), errors.New("e2"), errors.New("e3"), errors.New("e4")}
+	i := 0
+	Do(context.Background(), func(context.Context) error { i++; return errs[i-1] }, p)
+
+	waits := ft.Waits()
+	if len(got) != 3 || len(waits) != 3 {
+		t.Fatalf("OnRetry calls, waits = %d, %d; want 3, 3", len(got), len(waits))
+	}
+	for i, c := range got {
+		if c.attempt != i+1 || c.err != errs[i] || c.wait != waits[i] {
+			t.Errorf("OnRetry call %d = %d, %v, %v; want %d, %v, %v", i, c.attempt, c.err, c.wait, i+1, errs[i], waits[i])
+		}
+	}
+}
+
+// Behaviour 9 (the Do side): a seeded Rand gives the same schedule, and
+// every wait of the default Jitter lies in [BaseDelay, MaxDelay].
+func TestScheduleIsDeterministic(t *testing.T) {
+	schedule := func(seed uint64) []time.Duration {
+		ft := newFakeTime()
+		p := ft.with(Policy{MaxAttempts: 20, MaxDelay: 5 * time.Second, Rand: seqRand(seed)})
+		Do(context.Background(), (&flaky{n: 100, err: errBoom}).call, p)
+		return ft.Waits()
+	}
+	a, b := schedule(7), schedule(7)
+	if !slices.Equal(a, b) {
+		t.Errorf("waits with seed 7 = %v, then %v; want the same", a, b)
+	}
+	if c := schedule(8); slices.Equal(a, c) {
+		t.Errorf("waits with seeds 7 and 8 = %v; want different schedules", a)
+	}
+	for _, w := range a {
+		if w < DefaultBaseDelay || w > 5*time.Second {
+			t.Errorf("wait %v; want it in [%v, 5s]", w, DefaultBaseDelay)
+		}
+	}
+}
+
+// Behaviour 10: invalid input is an error, never a panic.
+func TestInvalidPolicy(t *testing.T) {
+	tests := []struct {
+		p     Policy
+		field string
+	}{
+		{Policy{MaxAttempts: -1}, "MaxAttempts"},
+		{Policy{BaseDelay: -time.Second}, "BaseDelay"},
+		{Policy{MaxDelay: -time.Second}, "MaxDelay"},
+		{Policy{Deadline: -time.Second}, "Deadline"},
+		{Policy{BaseDelay: time.Second, MaxDelay: time.Millisecond}, "MaxDelay"},
+		{Policy{BaseDelay: time.Minute}, "MaxDelay 30s is below BaseDelay 1m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			err := tt.p.Validate()
+			if !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("Validate() = %v; want ErrInvalidPolicy naming %s", err, tt.field)
+			}
+			fn := &flaky{}
+			if err := Do(context.Background(), fn.call, tt.p); !errors.Is(err, ErrInvalidPolicy) || fn.calls != 0 {
+				t.Errorf("Do() = %v after %d calls; want ErrInvalidPolicy after 0", err, fn.calls)
+			}
+		})
+	}
+}
+
+func TestValidPolicies(t *testing.T) {
+	for _, p := range []Policy{
+		{},
+		{MaxAttempts: 1, BaseDelay: time.Second, MaxDelay: time.Second},
+		{BaseDelay: time.Second}, // MaxDelay's default, 30s, is above it
+		{MaxDelay: DefaultBaseDelay},
+	} {
+		if err := p.Validate(); err != nil {
+			t.Errorf("%+v.Validate() = %v; want nil", p, err)
+		}
+	}
+}
+
+func TestNilArguments(t *testing.T) {
+	//lint:ignore SA1012 a nil context is the input under test
+	if err := Do(nil, func(context.Context) error { return nil }, Policy{}); err == nil || !strings.Contains(err.Error(), "nil context") {
+		t.Errorf("Do(nil ctx) = %v; want an error about the nil context", err)
+	}
+	if err := Do(context.Background(), nil, Policy{}); err == nil || !strings.Contains(err.Error(), "nil fn") {
+		t.Errorf("Do(nil fn) = %v; want an error about the nil fn", err)
+	}
+	if _, err := DoValue[int](context.Background(), nil, Policy{}); err == nil || !strings.Contains(err.Error(), "nil fn") {
+		t.Errorf("DoValue(nil fn) = %v; want an error about the nil fn", err)
+	}
+}
+
+func TestPanicsReachTheCaller(t *testing.T) {
+	type token struct{ where string }
+	tests := []struct {
+		where string
+		p     Policy
+		fn    func(context.Context) error
+	}{
+		{"fn", Policy{}, func(context.Context) error { panic(&token{"fn"}) }},
+		{"IsRetryable", Policy{IsRetryable: func(error) bool { panic(&token{"IsRetryable"}) }}, failOnce},
+		{"OnRetry", Policy{OnRetry: func(int, error, time.Duration) { panic(&token{"OnRetry"}) }}, failOnce},
+	}
+	for _, tt := range tests {
+		t.Run(tt.where, func(t *testing.T) {
+			defer func() {
+				tok, ok := recover().(*token)
+				if !ok || tok.where != tt.where {
+					t.Errorf("recover() = %v; want the token panicked in %s", tok, tt.where)
+				}
+			}()
+			Do(context.Background(), tt.fn, newFakeTime().with(tt.p))
+			t.Errorf("Do() returned; want the panic from %s", tt.where)
+		})
+	}
+}
+
+func failOnce(context.Context) error { return errBoom }
+
+// Behaviour 11: one Policy shared by concurrent calls, and no goroutines.
+func TestConcurrentCallsShareOnePolicy(t *testing.T) {
+	ft := newFakeTime()
+	p := ft.with(Policy{MaxAttempts: 3})
+	var wg sync.WaitGroup
+	errs := make([]error, 100)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = Do(context.Background(), (&flaky{n: 10, err: errBoom}).call, p)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		var re *RetryExhausted
+		if !errors.As(err, &re) || re.Attempts != 3 {
+			t.Fatalf("Do() in goroutine %d = %v; want 3 attempts", i, err)
+		}
+	}
+	if got := len(ft.Waits()); got != 200 {
+		t.Errorf("waits = %d; want 200", got)
+	}
+}
+
+func TestDoStartsNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	var during []int
+	p := Policy{MaxAttempts: 3, BaseDelay: time.Microsecond, MaxDelay: time.Microsecond} // the real timer
+	p.OnRetry = func(int, error, time.Duration) { during = append(during, runtime.NumGoroutine()) }
+	Do(context.Background(), func(context.Context) error {
+		during = append(during, runtime.NumGoroutine())
+		return errBoom
+	}, p)
+	for _, n := range during {
+		if n != before {
+			t.Errorf("goroutines during Do = %v; want %d throughout", during, before)
+			break
+		}
+	}
+}
+
+// Behaviour 12: the zero Policy.
+func TestZeroPolicy(t *testing.T) {
+	ft := newFakeTime()
+	p := ft.with(Policy{Rand: constRand(0.5)})
+	fn := &flaky{n: 100, err: errBoom}
+	err := Do(context.Background(), fn.call, p)
+	// decorrelated at u = 0.5: base + (3·prev − base)/2, from 100ms
+	want := []time.Duration{200 * time.Millisecond, 350 * time.Millisecond, 575 * time.Millisecond, 912500 * time.Microsecond}
+	if got := ft.Waits(); fn.calls != 5 || !slices.Equal(got, want) {
+		t.Errorf("Do() calls, waits = %d, %v; want 5, %v", fn.calls, got, want)
+	}
+	var re *RetryExhausted
+	if !errors.As(err, &re) || re.Reason != MaxAttemptsReached {
+		t.Errorf("Do() = %v; want MaxAttemptsReached", err)
+	}
+}
+
+func TestSleeperError(t *testing.T) {
+	errSleep := errors.New("sleeper broke")
+	p := Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}
+	fn := &flaky{n: 10, err: errBoom}
+	err := Do(context.Background(), fn.call, p)
+	var re *RetryExhausted
+	if !errors.As(err, &re) || re.Reason != SleepFailed || !errors.Is(err, errSleep) || !errors.Is(err, errBoom) || fn.calls != 1 {
+		t.Errorf("Do() = %v after %d calls; want SleepFailed wrapping both errors after 1", err, fn.calls)
+	}
+}
+
+func TestClockFunc(t *testing.T) {
+	at := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	if got := ClockFunc(func() time.Time { return at }).Now(); !got.Equal(at) {
+		t.Errorf("ClockFunc.Now() = %v; want %v", got, at)
+	}
+}
+
+// seqRand returns a seeded Rand, for one goroutine at a time.
+func seqRand(seed uint64) func() float64 {
+	return rand.New(rand.NewPCG(seed, 0)).Float64
+}
