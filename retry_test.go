@@ -498,6 +498,23 @@ func TestConcurrentCallsShareOnePolicy(t *testing.T) {
 	}
 }
 
+// TestRealTimer runs the default Sleeper on the real clock, briefly. CI
+// runs it under both timer implementations (GODEBUG asynctimerchan=0
+// and 1), since the main module's go line chooses between them.
+func TestRealTimer(t *testing.T) {
+	var sum time.Duration
+	p := Policy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, Jitter: NoJitter}
+	p.OnRetry = func(_ int, _ error, wait time.Duration) { sum += wait }
+	start := time.Now()
+	fn := &flaky{n: 3, err: errBoom}
+	if err := Do(context.Background(), fn.call, p); err != nil || fn.calls != 4 {
+		t.Fatalf("Do() = %v after %d calls; want nil after 4", err, fn.calls)
+	}
+	if elapsed := time.Since(start); sum != 5*time.Millisecond || elapsed < sum {
+		t.Errorf("Do() took %v for waits of %v; want waits of 5ms and at least that long", elapsed, sum)
+	}
+}
+
 func TestDoStartsNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var during []int

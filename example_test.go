@@ -1,0 +1,176 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/quietwire/retry"
+)
+
+// noWait is a Sleeper that returns at once, so that these examples run
+// instantly. Real code leaves Policy.Sleeper nil.
+var noWait = retry.SleeperFunc(func(ctx context.Context, d time.Duration) error {
+	return ctx.Err()
+})
+
+var errUnavailable = errors.New("service unavailable")
+
+func ExampleDo() {
+	calls := 0
+	err := retry.Do(context.Background(), func(ctx context.Context) error {
+		calls++
+		if calls < 3 {
+			return errUnavailable
+		}
+		return nil
+	}, retry.Policy{MaxAttempts: 4, Sleeper: noWait})
+	fmt.Println(calls, err)
+	// Output: 3 <nil>
+}
+
+func ExampleDoValue() {
+	calls := 0
+	n, err := retry.DoValue(context.Background(), func(ctx context.Context) (int, error) {
+		calls++
+		if calls < 2 {
+			return 0, errUnavailable
+		}
+		return 42, nil
+	}, retry.Policy{Sleeper: noWait})
+	fmt.Println(n, err)
+	// Output: 42 <nil>
+}
+
+// A predicate makes errors that another attempt cannot fix fail fast:
+// Do returns them unchanged after one call.
+func ExamplePolicy_isRetryable() {
+	errNotFound := errors.New("not found")
+	p := retry.Policy{
+		IsRetryable: func(err error) bool { return !errors.Is(err, errNotFound) },
+		Sleeper:     noWait,
+	}
+	calls := 0
+	err := retry.Do(context.Background(), func(ctx context.Context) error {
+		calls++
+		return errNotFound
+	}, p)
+	fmt.Println(calls, err == errNotFound)
+	// Output: 1 true
+}
+
+func ExampleRetryExhausted() {
+	err := retry.Do(context.Background(), func(ctx context.Context) error {
+		return errUnavailable
+	}, retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Sleeper: noWait})
+
+	var re *retry.RetryExhausted
+	if errors.As(err, &re) {
+		fmt.Println(re.Attempts, re.Reason, re.Last)
+	}
+	fmt.Println(errors.Is(err, errUnavailable))
+	// Output:
+	// 3 max attempts reached service unavailable
+	// true
+}
+
+func ExampleNoJitter() {
+	for n := range 6 {
+		fmt.Print(retry.NoJitter(n, 100*time.Millisecond, time.Second, 0, 0), " ")
+	}
+	// Output: 100ms 200ms 400ms 800ms 1s 1s
+}
+
+func ExampleFullJitter() {
+	// n = 3: the capped exponential is 800ms; the wait is u of it.
+	for _, u := range []float64{0, 0.25, 0.5, 0.999} {
+		fmt.Print(retry.FullJitter(3, 100*time.Millisecond, time.Second, 0, u), " ")
+	}
+	// Output: 0s 200ms 400ms 799.2ms
+}
+
+func ExampleEqualJitter() {
+	// n = 3: the capped exponential is 800ms; the wait lies in [400ms, 800ms].
+	for _, u := range []float64{0, 0.25, 0.5, 0.999} {
+		fmt.Print(retry.EqualJitter(3, 100*time.Millisecond, time.Second, 0, u), " ")
+	}
+	// Output: 400ms 500ms 600ms 799.6ms
+}
+
+func ExampleDecorrelatedJitter() {
+	// Each wait is drawn from [base, 3·prev], capped at max.
+	prev := 100 * time.Millisecond
+	for _, u := range []float64{0.5, 0.5, 0.5, 0.9, 0.9} {
+		prev = retry.DecorrelatedJitter(0, 100*time.Millisecond, 2*time.Second, prev, u)
+		fmt.Print(prev, " ")
+	}
+	// Output: 200ms 350ms 575ms 1.5625s 2s
+}
+
+// fakeTime is a Clock and a Sleeper on virtual time: Sleep returns at
+// once and moves the clock forward by the wait.
+type fakeTime struct{ now time.Time }
+
+func (f *fakeTime) Now() time.Time { return f.now }
+
+func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
+	f.now = f.now.Add(d)
+	return ctx.Err()
+}
+
+// Code that retries is tested on fake time: inject a Clock and a Sleeper,
+// and a fixed Rand for a fixed schedule. This run spends 7s of fake time
+// and no real time.
+func ExamplePolicy_fakeTime() {
+	ft := &fakeTime{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	p := retry.Policy{
+		MaxAttempts: 10,
+		BaseDelay:   time.Second,
+		Deadline:    7 * time.Second,
+		Jitter:      retry.NoJitter,
+		Clock:       ft,
+		Sleeper:     ft,
+	}
+	err := retry.Do(context.Background(), func(ctx context.Context) error {
+		fmt.Println("call at", ft.now.Format("15:04:05"))
+		return errUnavailable
+	}, p)
+	fmt.Println(err)
+	// Output:
+	// call at 00:00:00
+	// call at 00:00:01
+	// call at 00:00:03
+	// call at 00:00:07
+	// retry: gave up after 4 attempts in 7s (deadline reached): service unavailable
+}
+
+// OnRetry is the place to log, count or trace retries.
+func ExamplePolicy_onRetry() {
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{} // no timestamps, for a checked output
+			}
+			return a
+		},
+	}))
+	ft := &fakeTime{} // for a fixed elapsed time in the output
+	p := retry.Policy{
+		MaxAttempts: 3,
+		Jitter:      retry.NoJitter,
+		Clock:       ft,
+		Sleeper:     ft,
+		OnRetry: func(attempt int, err error, wait time.Duration) {
+			logger.Warn("retrying", "attempt", attempt, "err", err, "wait", wait)
+		},
+	}
+	err := retry.Do(context.Background(), func(ctx context.Context) error { return errUnavailable }, p)
+	logger.Error("giving up", "err", err)
+	// Output:
+	// level=WARN msg=retrying attempt=1 err="service unavailable" wait=100ms
+	// level=WARN msg=retrying attempt=2 err="service unavailable" wait=200ms
+	// level=ERROR msg="giving up" err="retry: gave up after 3 attempts in 300ms (max attempts reached): service unavailable"
+}

@@ -1,0 +1,111 @@
+//go:build go1.25
+
+// go.mod names Go 1.22, whose timers keep asynchronous channels; synctest
+// needs the synchronous ones of Go 1.23 and later.
+//go:debug asynctimerchan=0
+
+package retry
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// These tests run the default Sleeper, a real timer, on synctest's fake
+// clock: time.Now and timers inside the bubble advance only when every
+// goroutine in it is blocked, so the waits take no real time.
+
+func TestDefaultSleeperWaitsTheChosenDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var want, got []time.Duration
+		last := time.Now()
+		p := Policy{MaxAttempts: 6, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Rand: seqRand(3)}
+		p.OnRetry = func(_ int, _ error, wait time.Duration) { want = append(want, wait) }
+		Do(context.Background(), func(context.Context) error {
+			now := time.Now()
+			got = append(got, now.Sub(last))
+			last = now
+			return errBoom
+		}, p)
+		// the first call comes at once; each later one exactly one wait later
+		if want = append([]time.Duration{0}, want...); !slices.Equal(got, want) {
+			t.Errorf("time before each call = %v; want %v", got, want)
+		}
+	})
+}
+
+func TestDefaultSleeperEndsWhenCtxIsCanceled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(3*time.Second, cancel)
+		start := time.Now()
+		fn := &flaky{n: 10, err: errBoom}
+		err := Do(ctx, fn.call, Policy{BaseDelay: time.Hour, MaxDelay: time.Hour})
+		if elapsed := time.Since(start); elapsed != 3*time.Second {
+			t.Errorf("Do() returned after %v; want 3s, when ctx was canceled mid-wait", elapsed)
+		}
+		assertContextDone(t, err, context.Canceled, 1)
+	})
+}
+
+func TestDefaultSleeperGivesUpBeforeCtxDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		err := Do(ctx, (&flaky{n: 10, err: errBoom}).call, Policy{BaseDelay: 10 * time.Second, MaxDelay: time.Minute})
+		if elapsed := time.Since(start); elapsed != 0 {
+			t.Errorf("Do() returned after %v; want 0s: a 10s wait cannot end before a 5s deadline", elapsed)
+		}
+		assertContextDone(t, err, context.DeadlineExceeded, 1)
+	})
+}
+
+func TestDefaultSleeperLeavesNothingRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, cancel)
+		r := run{p: Policy{}.withDefaults()}
+		r.sleepOnTimer(ctx, time.Hour) // ended by cancel after 1s
+		r.stopTimer()
+		if r.timer.Stop() {
+			t.Errorf("timer.Stop() after stopTimer = true; want false: the timer must be stopped already")
+		}
+	})
+}
+
+func TestDefaultSleeperReusesOneTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := run{p: Policy{}.withDefaults()}
+		defer r.stopTimer()
+		var first *time.Timer
+		for i := range 5 {
+			start := time.Now()
+			r.sleepOnTimer(context.Background(), time.Duration(i+1)*time.Second)
+			if got, want := time.Since(start), time.Duration(i+1)*time.Second; got != want {
+				t.Errorf("wait %d took %v; want %v", i, got, want)
+			}
+			if i == 0 {
+				first = r.timer
+			} else if r.timer != first {
+				t.Fatalf("wait %d used a new timer; want the first one reused", i)
+			}
+		}
+	})
+}
+
+func TestDefaultSleeperZeroWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		p := Policy{MaxAttempts: 4, Jitter: func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration { return 0 }}
+		var re *RetryExhausted
+		err := Do(context.Background(), (&flaky{n: 10, err: errBoom}).call, p)
+		if !errors.As(err, &re) || re.Attempts != 4 || time.Since(start) != 0 {
+			t.Errorf("Do() = %v after %v; want 4 attempts in 0s", err, time.Since(start))
+		}
+	})
+}
