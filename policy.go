@@ -130,7 +130,9 @@ func (p *Policy) retryable(err error) bool {
 }
 
 // Clock tells the time. Do reads it once when it starts, then only where a
-// deadline or the final error needs it.
+// deadline or the final error needs it. If it goes backwards, Do counts the
+// elapsed time as zero; if it jumps forward past a deadline, the next
+// failure ends the retries.
 type Clock interface {
 	Now() time.Time
 }
@@ -139,7 +141,9 @@ type Clock interface {
 //
 // Sleep waits for d, or until ctx is done, whichever comes first. It returns
 // nil after a full wait and ctx's error when ctx ended it. Any other error
-// ends the retries (see SleepFailed).
+// ends the retries (see SleepFailed). A Sleeper that returns early makes the
+// next attempt come early: Do trusts it, and MaxAttempts still bounds the
+// number of calls.
 type Sleeper interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }

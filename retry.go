@@ -49,6 +49,9 @@ var (
 // invalid (one that wraps ErrInvalidPolicy), or if ctx is already done
 // (ctx's error, unchanged). A panic in fn, IsRetryable or OnRetry is not
 // recovered. Do is safe for concurrent use with one shared Policy.
+//
+// Like any err != nil check, Do counts a typed nil pointer returned as an
+// error as a failure, and keeps it as RetryExhausted.Last.
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	switch {
 	case ctx == nil:

@@ -1,0 +1,154 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+)
+
+// FuzzJitter checks every jitter function over arbitrary arguments: no
+// panic; with 0 ≤ base ≤ max the wait is in [0, max] (and at least base for
+// DecorrelatedJitter); out of range, the result is that of the clamped
+// arguments, as the Jitter doc says.
+func FuzzJitter(f *testing.F) {
+	f.Add(0, int64(time.Millisecond), int64(time.Second), int64(0), 0.5)
+	f.Add(62, int64(1), int64(math.MaxInt64), int64(math.MaxInt64), 0.999)
+	f.Add(math.MaxInt, int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MaxInt64/3+1), 1.0)
+	f.Add(-1, int64(-5), int64(-1), int64(math.MinInt64), math.NaN())
+	f.Add(3, int64(time.Hour), int64(time.Second), int64(time.Minute), math.Inf(1))
+	f.Add(1, int64(100), int64(1000), int64(-100), math.Inf(-1))
+	f.Fuzz(func(t *testing.T, n int, b, m, p int64, u float64) {
+		base, max, prev := time.Duration(b), time.Duration(m), time.Duration(p)
+		cn, cu := n, unit(u)
+		if cn < 0 {
+			cn = 0
+		}
+		cbase, cmax := bounds(base, max)
+		for _, j := range jitters {
+			got := j.f(n, base, max, prev, u)
+			if got < 0 || got > cmax {
+				t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want it in [0, %d]", j.name, n, base, max, prev, u, got, cmax)
+			}
+			if j.name == "DecorrelatedJitter" && got < cbase {
+				t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want at least %d", j.name, n, base, max, prev, u, got, cbase)
+			}
+			if want := j.f(cn, cbase, cmax, prev, cu); got != want {
+				t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %d, its value at the clamped arguments", j.name, n, base, max, prev, u, got, want)
+			}
+		}
+	})
+}
+
+// FuzzDo runs Do on fake time with arbitrary Policy fields, failures,
+// hints, call durations and Rand values, and checks the invariants that
+// hold whatever the input.
+func FuzzDo(f *testing.F) {
+	f.Add(0, int64(0), int64(0), int64(0), int64(0), uint8(3), int64(0), int64(0), uint8(0), 0.5)
+	f.Add(3, int64(time.Second), int64(time.Minute), int64(10*time.Second), int64(time.Hour), uint8(10), int64(2*time.Second), int64(time.Second), uint8(1), 0.9)
+	f.Add(-1, int64(0), int64(0), int64(0), int64(0), uint8(1), int64(0), int64(0), uint8(0), 0.0)
+	f.Add(100, int64(1), int64(math.MaxInt64), int64(math.MaxInt64), int64(0), uint8(200), int64(math.MaxInt64), int64(0), uint8(2), 1.0)
+	f.Add(5, int64(time.Minute), int64(time.Second), int64(0), int64(0), uint8(9), int64(0), int64(0), uint8(3), math.NaN())
+	f.Add(50, int64(time.Millisecond), int64(time.Second), int64(3*time.Second), int64(2*time.Second), uint8(255), int64(0), int64(300*time.Millisecond), uint8(4), -1.0)
+	f.Fuzz(func(t *testing.T, maxAttempts int, base, maxDelay, deadline, ctxTimeout int64, failures uint8, hint, callCost int64, kind uint8, u float64) {
+		maxAttempts %= 1000 // keep each run short
+		p := Policy{
+			MaxAttempts: maxAttempts,
+			BaseDelay:   time.Duration(base),
+			MaxDelay:    time.Duration(maxDelay),
+			Deadline:    time.Duration(deadline),
+			Jitter:      jitters[int(kind)%len(jitters)].f,
+			Rand:        constRand(u),
+		}
+		checkDo(t, p, doInput{
+			failures:   int(failures),
+			hint:       time.Duration(hint),
+			callCost:   time.Duration(callCost),
+			ctxTimeout: time.Duration(ctxTimeout),
+			permanent:  kind&0x80 != 0,
+		})
+	})
+}
+
+type doInput struct {
+	failures   int           // calls that fail before one succeeds
+	hint       time.Duration // the RetryAfter of each failure
+	callCost   time.Duration // fake time each call of fn takes
+	ctxTimeout time.Duration // a ctx deadline on the fake clock, if positive
+	permanent  bool          // failures are not retryable
+}
+
+// checkDo runs Do with p on fake time and fails t if an invariant breaks.
+func checkDo(t *testing.T, p Policy, in doInput) {
+	ft := newFakeTime()
+	start := ft.Now()
+	ctx := context.Background()
+	var ctxDeadline time.Time
+	if in.ctxTimeout > 0 {
+		// at least an hour ahead on the real clock, so that the real
+		// timer behind ctx never fires during the run
+		ctxDeadline = start.Add(max(in.ctxTimeout, time.Hour))
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, ctxDeadline)
+		defer cancel()
+	}
+	errFail := error(hintErr(in.hint))
+	p.Clock, p.Sleeper = ft, ft
+	if in.permanent {
+		p.IsRetryable = func(error) bool { return false }
+	}
+	q := p.withDefaults()
+	valid := p.MaxAttempts >= 0 && p.BaseDelay >= 0 && p.MaxDelay >= 0 && p.Deadline >= 0 && q.MaxDelay >= q.BaseDelay
+	var waitErr string
+	p.OnRetry = func(_ int, _ error, wait time.Duration) {
+		now := ft.Now()
+		switch {
+		case wait < 0 || wait > q.MaxDelay:
+			waitErr = "a wait outside [0, MaxDelay]"
+		case in.hint > 0 && wait < in.hint:
+			waitErr = "a wait shorter than the hint"
+		case p.Deadline > 0 && now.Add(wait).After(start.Add(p.Deadline)):
+			waitErr = "a wait that ends after Deadline"
+		case !ctxDeadline.IsZero() && !now.Add(wait).Before(ctxDeadline):
+			waitErr = "a wait that does not end before ctx's deadline"
+		}
+	}
+	calls := 0
+	err := Do(ctx, func(context.Context) error {
+		calls++
+		ft.advance(in.callCost)
+		if calls <= in.failures {
+			return errFail
+		}
+		return nil
+	}, p)
+
+	waits := len(ft.Waits())
+	var re *RetryExhausted
+	switch {
+	case !valid:
+		if !errors.Is(err, ErrInvalidPolicy) || calls != 0 {
+			t.Fatalf("Do(%+v) = %v after %d calls; want ErrInvalidPolicy after 0", p, err, calls)
+		}
+		return
+	case waitErr != "":
+		t.Fatalf("Do(%+v, %+v) made %s", p, in, waitErr)
+	case calls < 1 || calls > q.MaxAttempts || waits > calls-1:
+		t.Fatalf("Do(%+v, %+v) calls, waits = %d, %d; want 1 to %d calls and fewer waits", p, in, calls, waits, q.MaxAttempts)
+	case err == nil:
+		if calls != in.failures+1 {
+			t.Fatalf("Do() = nil after %d calls; want nil only after the success at call %d", calls, in.failures+1)
+		}
+	case err == errFail:
+		if !in.permanent || calls != 1 {
+			t.Fatalf("Do() = fn's error after %d calls; want it only for a permanent error, at once", calls)
+		}
+	case errors.As(err, &re):
+		if re.Attempts != calls || re.Last != errFail || in.permanent {
+			t.Fatalf("Do() = %+v after %d calls; want Attempts = calls, Last = fn's error", re, calls)
+		}
+	default:
+		t.Fatalf("Do() = %v; want nil, fn's error or a *RetryExhausted", err)
+	}
+}

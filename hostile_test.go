@@ -1,0 +1,237 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Hostile inputs and misbehaving callers. Whatever happens, Do never
+// sleeps a negative or over-cap duration, never calls fn more than
+// MaxAttempts times, and never loses the last error: checkDo (fuzz_test.go)
+// asserts exactly that for each run below.
+
+func TestClockBackwards(t *testing.T) {
+	ft := newFakeTime()
+	fn := &flaky{n: 100, err: errBoom}
+	p := ft.with(Policy{MaxAttempts: 6, Deadline: 2 * time.Second, Jitter: NoJitter})
+	p.Sleeper = SleeperFunc(func(ctx context.Context, d time.Duration) error {
+		ft.advance(-time.Hour) // each wait sends the clock an hour back
+		return nil
+	})
+	err := Do(context.Background(), fn.call, p)
+	// elapsed time reads as zero, so the deadline never passes and
+	// MaxAttempts ends the run
+	var re *RetryExhausted
+	if !errors.As(err, &re) || re.Reason != MaxAttemptsReached || re.Attempts != 6 || re.Elapsed != 0 || re.Last != errBoom {
+		t.Errorf("Do() = %+v; want MaxAttemptsReached after 6 attempts, Elapsed 0, Last boom", re)
+	}
+	checkDo(t, Policy{MaxAttempts: 8, Deadline: time.Second}, doInput{failures: 100, callCost: -time.Hour})
+}
+
+func TestClockJumpsForwardByYears(t *testing.T) {
+	const years = 200 * 365 * 24 * time.Hour
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		want       Reason
+	}{
+		{"no deadline", Policy{MaxAttempts: 3}, 0, MaxAttemptsReached},
+		{"Deadline", Policy{Deadline: time.Hour}, 0, DeadlineReached},
+		{"ctx deadline", Policy{}, time.Hour, ContextDone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			ctx := context.Background()
+			if tt.ctxTimeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, ft.Now().Add(tt.ctxTimeout))
+				defer cancel()
+			}
+			fn := func(context.Context) error { ft.advance(years); return errBoom }
+			err := Do(ctx, fn, ft.with(tt.p))
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != tt.want || re.Last != errBoom || re.Elapsed <= 0 {
+				t.Errorf("Do() = %v; want %v with Last boom and a positive Elapsed", err, tt.want)
+			}
+			checkDo(t, tt.p, doInput{failures: 100, callCost: years, ctxTimeout: tt.ctxTimeout})
+		})
+	}
+}
+
+func TestHostileRand(t *testing.T) {
+	const base, maxDelay = 100 * time.Millisecond, 10 * time.Second
+	tests := []struct {
+		name string
+		u    float64
+		want []time.Duration // FullJitter, then DecorrelatedJitter, first wait
+	}{
+		{"1.0", 1, []time.Duration{base, 300 * time.Millisecond}},
+		{"negative", -0.5, []time.Duration{0, base}},
+		{"NaN", math.NaN(), []time.Duration{0, base}},
+		{"+Inf", math.Inf(1), []time.Duration{base, 300 * time.Millisecond}},
+		{"-Inf", math.Inf(-1), []time.Duration{0, base}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i, j := range []Jitter{FullJitter, DecorrelatedJitter} {
+				ft := newFakeTime()
+				p := ft.with(Policy{MaxAttempts: 2, BaseDelay: base, MaxDelay: maxDelay, Jitter: j, Rand: constRand(tt.u)})
+				Do(context.Background(), (&flaky{n: 5, err: errBoom}).call, p)
+				if got := ft.Waits(); len(got) != 1 || got[0] != tt.want[i] {
+					t.Errorf("jitter %d: waits = %v; want [%v]", i, got, tt.want[i])
+				}
+				checkDo(t, Policy{MaxAttempts: 10, BaseDelay: base, MaxDelay: maxDelay, Jitter: j, Rand: constRand(tt.u)}, doInput{failures: 100})
+			}
+		})
+	}
+}
+
+func TestHostileJitter(t *testing.T) {
+	for _, w := range []time.Duration{-time.Hour, math.MinInt64, time.Hour, math.MaxInt64} {
+		ft := newFakeTime()
+		bad := func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration { return w }
+		p := ft.with(Policy{MaxAttempts: 3, MaxDelay: time.Second, Jitter: bad})
+		Do(context.Background(), (&flaky{n: 5, err: errBoom}).call, p)
+		want := clamp(w, 0, time.Second)
+		if got := ft.Waits(); !slices.Equal(got, []time.Duration{want, want}) {
+			t.Errorf("Jitter returning %v: waits = %v; want [%v %v], clamped into [0, MaxDelay]", w, got, want, want)
+		}
+	}
+}
+
+func TestSleeperReturnsEarly(t *testing.T) {
+	// A Sleeper that does not wait makes the next attempt come early, on
+	// its own responsibility; the attempt count still bounds the run.
+	ft := newFakeTime()
+	p := ft.with(Policy{MaxAttempts: 4, Deadline: time.Minute})
+	p.Sleeper = SleeperFunc(func(context.Context, time.Duration) error { return nil })
+	fn := &flaky{n: 100, err: errBoom}
+	err := Do(context.Background(), fn.call, p)
+	var re *RetryExhausted
+	if !errors.As(err, &re) || re.Reason != MaxAttemptsReached || fn.calls != 4 || re.Elapsed != 0 {
+		t.Errorf("Do() = %v after %d calls; want MaxAttemptsReached after 4 in 0s", err, fn.calls)
+	}
+}
+
+// nilSafeErr is an error type whose methods work on a nil pointer.
+type nilSafeErr struct{ msg string }
+
+func (e *nilSafeErr) Error() string {
+	if e == nil {
+		return "nil *nilSafeErr"
+	}
+	return e.msg
+}
+
+func TestTypedNilError(t *testing.T) {
+	// A nil *nilSafeErr in an error interface is not a nil error: Do
+	// treats it as the failure it says it is, like any `err != nil` check.
+	var typedNil *nilSafeErr
+	fn := func(context.Context) error { return typedNil }
+	ft := newFakeTime()
+	err := Do(context.Background(), fn, ft.with(Policy{MaxAttempts: 2, Jitter: NoJitter}))
+	var re *RetryExhausted
+	if !errors.As(err, &re) || re.Attempts != 2 || re.Last != error(typedNil) {
+		t.Fatalf("Do() = %v; want a *RetryExhausted after 2 attempts with the typed nil as Last", err)
+	}
+	var got *nilSafeErr
+	if !errors.As(err, &got) || got != nil {
+		t.Errorf("errors.As(Do(), *nilSafeErr) = %v, %v; want true, nil", errors.As(err, &got), got)
+	}
+	if want := "retry: gave up after 2 attempts in 100ms (max attempts reached): nil *nilSafeErr"; err.Error() != want {
+		t.Errorf("Do().Error() = %q; want %q", err, want)
+	}
+}
+
+func TestFnBlocksUntilCtxEnds(t *testing.T) {
+	blocking := func(started chan<- struct{}) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			started <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		}
+	}
+	t.Run("default predicate: ctx's error as it is", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		started := make(chan struct{})
+		go func() { <-started; cancel() }()
+		if err := Do(ctx, blocking(started), Policy{}); err != context.Canceled {
+			t.Errorf("Do() = %v; want context.Canceled, unchanged", err)
+		}
+	})
+	t.Run("retry everything: still no attempt after ctx is done", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		started := make(chan struct{}, 10)
+		go func() { <-started; cancel() }()
+		err := Do(ctx, blocking(started), Policy{IsRetryable: func(error) bool { return true }})
+		var re *RetryExhausted
+		if !errors.As(err, &re) || re.Attempts != 1 || re.Reason != ContextDone || !errors.Is(err, context.Canceled) {
+			t.Errorf("Do() = %v; want ContextDone after 1 attempt", err)
+		}
+	})
+}
+
+func TestWaitEndingExactlyAtCtxDeadline(t *testing.T) {
+	// A wait that would end just as ctx ends leaves no time for an attempt.
+	ft := newFakeTime()
+	ctx, cancel := context.WithDeadline(context.Background(), ft.Now().Add(time.Hour))
+	defer cancel()
+	p := ft.with(Policy{BaseDelay: time.Hour, MaxDelay: time.Hour, Jitter: NoJitter})
+	err := Do(ctx, (&flaky{n: 5, err: errBoom}).call, p)
+	assertContextDone(t, err, context.DeadlineExceeded, 1)
+	if len(ft.Waits()) != 0 {
+		t.Errorf("Do() waits = %v; want none", ft.Waits())
+	}
+}
+
+// unwrapsToNil wraps nothing: its Unwrap returns nil.
+type unwrapsToNil struct{}
+
+func (unwrapsToNil) Error() string { return "wraps nothing" }
+func (unwrapsToNil) Unwrap() error { return nil }
+
+func TestNoHintInChain(t *testing.T) {
+	for _, err := range []error{errBoom, unwrapsToNil{}, errors.Join(errBoom, unwrapsToNil{}), hintErr(-time.Second)} {
+		if d := retryAfter(err); d != 0 {
+			t.Errorf("retryAfter(%v) = %v; want 0", err, d)
+		}
+	}
+}
+
+func TestTenThousandGoroutinesShareOnePolicy(t *testing.T) {
+	const goroutines = 10_000
+	ft := newFakeTime()
+	var mu sync.Mutex
+	hooks := 0
+	p := ft.with(Policy{MaxAttempts: 3, Jitter: FullJitter})
+	p.OnRetry = func(int, error, time.Duration) { mu.Lock(); hooks++; mu.Unlock() }
+	var wg sync.WaitGroup
+	bad := make(chan error, goroutines)
+	for i := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn := &flaky{n: i % 4, err: errBoom} // 0 to 3 failures
+			err := Do(context.Background(), fn.call, p)
+			if wantErr := fn.n >= 3; (err != nil) != wantErr || fn.calls != min(fn.n+1, 3) {
+				bad <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(bad)
+	for err := range bad {
+		t.Fatalf("a concurrent Do() = %v; want its own result", err)
+	}
+	// per 4 goroutines: 0 + 1 + 2 + 2 retries
+	if want := goroutines / 4 * 5; hooks != want || len(ft.Waits()) != want {
+		t.Errorf("OnRetry calls, waits = %d, %d; want %d each", hooks, len(ft.Waits()), want)
+	}
+}
