@@ -17,14 +17,14 @@ type RetryExhausted struct {
 	Elapsed  time.Duration // from Do's call to giving up, on Policy.Clock
 	Last     error         // the last error fn returned
 	Reason   Reason        // why Do stopped
-	Cause    error         // what stopped it from outside: ctx's error, the Sleeper's error, or nil
+	Cause    error         // what stopped it from outside: ctx's or the Sleeper's error, ErrBudgetExhausted, or nil
 }
 
 // Error returns one line that starts with "retry: " and names the
 // attempts, the elapsed time, the reason and the last error.
 func (e *RetryExhausted) Error() string {
 	why := e.Reason.String()
-	if e.Cause != nil {
+	if e.Cause != nil && e.Reason != BudgetExhausted { // ErrBudgetExhausted says no more
 		why = e.Cause.Error()
 	}
 	s := "retry: gave up after " + strconv.Itoa(e.Attempts) + " attempt"
@@ -68,6 +68,9 @@ const (
 	// SleepFailed means the Sleeper returned an error of its own while
 	// ctx was not done. Cause is that error.
 	SleepFailed
+	// BudgetExhausted means Policy.Budget had less than one token for the
+	// next retry. Cause is ErrBudgetExhausted.
+	BudgetExhausted
 )
 
 var reasons = [...]string{
@@ -76,6 +79,7 @@ var reasons = [...]string{
 	ContextDone:        "context done",
 	HintTooLong:        "retry-after hint too long",
 	SleepFailed:        "sleep failed",
+	BudgetExhausted:    "retry budget exhausted",
 }
 
 // String returns a short lowercase phrase, such as "max attempts reached".

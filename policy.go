@@ -68,6 +68,10 @@ type Policy struct {
 	// before returning.
 	Sleeper Sleeper
 
+	// Budget, if not nil, caps retries at a share of calls across every
+	// Policy that holds the same Budget. nil means no budget.
+	Budget *Budget
+
 	// Rand returns a uniform random number in [0, 1) for each wait.
 	// nil means Float64 from math/rand/v2, which is safe for concurrent
 	// use; a Rand shared by concurrent calls must be safe too. A value
@@ -81,8 +85,9 @@ var ErrInvalidPolicy = errors.New("retry: invalid policy")
 
 // Validate returns nil if p can be used, or an error that wraps
 // ErrInvalidPolicy and names the first field out of range: a negative
-// MaxAttempts, BaseDelay, MaxDelay or Deadline, or a MaxDelay below
-// BaseDelay once defaults are filled in. Do calls Validate itself.
+// MaxAttempts, BaseDelay, MaxDelay or Deadline, a Budget that NewBudget
+// rejected, or a MaxDelay below BaseDelay once defaults are filled in. Do
+// calls Validate itself.
 func (p Policy) Validate() error {
 	switch {
 	case p.MaxAttempts < 0:
@@ -93,6 +98,9 @@ func (p Policy) Validate() error {
 		return invalid("MaxDelay is %v; want 0 (meaning %v) or more", p.MaxDelay, DefaultMaxDelay)
 	case p.Deadline < 0:
 		return invalid("Deadline is %v; want 0 (meaning none) or more", p.Deadline)
+	}
+	if p.Budget != nil && p.Budget.err != nil {
+		return p.Budget.err
 	}
 	if q := p.withDefaults(); q.MaxDelay < q.BaseDelay {
 		return invalid("MaxDelay %v is below BaseDelay %v", q.MaxDelay, q.BaseDelay)

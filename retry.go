@@ -11,7 +11,8 @@
 // Do gives up, without a last useless wait, when fn has been called
 // Policy.MaxAttempts times, when Policy.Deadline has passed, when ctx is
 // done or its deadline would pass during the next wait, or when a hint asks
-// for a longer wait than the policy allows. It then returns a
+// for a longer wait than the policy allows, or Policy.Budget has no token
+// left for a retry. It then returns a
 // *RetryExhausted with the number of attempts, the time they took, the
 // reason, and the last error, which errors.Is and errors.As still reach.
 //
@@ -67,6 +68,9 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	}
 	r := run{p: p.withDefaults()}
 	r.start, r.prev = r.p.now(), r.p.BaseDelay
+	if r.p.Budget != nil {
+		r.p.Budget.earn()
+	}
 	defer r.stopTimer()
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
@@ -130,6 +134,9 @@ func (r *run) backoff(ctx context.Context, attempt int, err error) (time.Duratio
 		return 0, stopped(HintTooLong, nil)
 	}
 	wait, stop := r.fit(ctx, max(wait, hint), hint)
+	if stop == nil && r.p.Budget != nil && !r.p.Budget.spend() {
+		stop = stopped(BudgetExhausted, ErrBudgetExhausted)
+	}
 	r.prev = wait
 	return wait, stop
 }

@@ -167,6 +167,7 @@ func TestReasonString(t *testing.T) {
 		ContextDone:        "context done",
 		HintTooLong:        "retry-after hint too long",
 		SleepFailed:        "sleep failed",
+		BudgetExhausted:    "retry budget exhausted",
 		0:                  "Reason(0)",
 		-1:                 "Reason(-1)",
 	} {

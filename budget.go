@@ -1,0 +1,90 @@
+package retry
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+)
+
+// ErrBudgetExhausted is reached, through errors.Is, from the
+// *RetryExhausted that Do returns when Policy.Budget had no token left for
+// a retry.
+var ErrBudgetExhausted = errors.New("retry: retry budget exhausted")
+
+// tokenScale is the fixed-point unit of a Budget's balance: one token is
+// a million units, so that a fractional ratio is kept exactly enough in an
+// int64 that atomic operations can update without a lock.
+const tokenScale = 1_000_000
+
+// A Budget caps retries at a share of calls, across all the Do calls that
+// use it: the defence against retry storms, where every client retrying
+// every failure multiplies the load on a service that is already down.
+//
+// Each Do call with the Budget in its Policy deposits ratio tokens, up to
+// a balance of burst; each retry withdraws one token before its wait, and
+// when less than one token is left Do gives up at once with
+// ErrBudgetExhausted. So retries number at most ratio × calls + burst,
+// whatever the failure rate, while a service whose calls rarely fail
+// never notices the Budget.
+//
+// A Budget is safe for simultaneous use by many goroutines and Policies,
+// and takes no lock. Make one with NewBudget; the zero Budget allows no
+// retries.
+type Budget struct {
+	deposit, capacity int64 // in tokenScale units
+	balance           atomic.Int64
+	err               error // why the arguments of NewBudget were rejected
+}
+
+// NewBudget returns a full Budget that earns ratio tokens per Do call and
+// holds at most burst tokens. ratio must be in [0, 1] and burst at least 0;
+// otherwise the Budget is invalid and any Policy using it fails
+// Policy.Validate, and so Do, with an error that wraps ErrInvalidPolicy
+// and says which argument was wrong. A typical Budget is NewBudget(0.1, 10):
+// retries add at most 10% to the load, after a burst of 10.
+func NewBudget(ratio float64, burst int) *Budget {
+	b := &Budget{}
+	switch {
+	case !(ratio >= 0 && ratio <= 1): // NaN fails both comparisons
+		b.err = fmt.Errorf("%w: NewBudget ratio is %v; want it in [0, 1]", ErrInvalidPolicy, ratio)
+	case burst < 0:
+		b.err = fmt.Errorf("%w: NewBudget burst is %d; want 0 or more", ErrInvalidPolicy, burst)
+	case burst > math.MaxInt64/tokenScale:
+		b.err = fmt.Errorf("%w: NewBudget burst is %d; want at most %d", ErrInvalidPolicy, burst, math.MaxInt64/tokenScale)
+	default:
+		b.deposit = int64(math.Round(ratio * tokenScale))
+		b.capacity = int64(burst) * tokenScale
+		b.balance.Store(b.capacity)
+	}
+	return b
+}
+
+// Tokens returns the balance: how many retries the Budget would allow now.
+func (b *Budget) Tokens() float64 {
+	return float64(b.balance.Load()) / tokenScale
+}
+
+// earn adds one call's deposit, up to the capacity.
+func (b *Budget) earn() {
+	for {
+		old := b.balance.Load()
+		next := min(old+b.deposit, b.capacity)
+		if next == old || b.balance.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// spend takes one token and reports whether there was one to take.
+func (b *Budget) spend() bool {
+	for {
+		old := b.balance.Load()
+		if old < tokenScale {
+			return false
+		}
+		if b.balance.CompareAndSwap(old, old-tokenScale) {
+			return true
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestNewBudgetRejectsBadArguments(t *testing.T) {
+	tests := []struct {
+		ratio float64
+		burst int
+		want  string
+	}{
+		{-0.1, 10, "ratio is -0.1"},
+		{1.5, 10, "ratio is 1.5"},
+		{math.NaN(), 10, "ratio is NaN"},
+		{math.Inf(1), 10, "ratio is +Inf"},
+		{0.1, -1, "burst is -1"},
+		{0.1, math.MaxInt, "burst is"},
+	}
+	for _, tt := range tests {
+		b := NewBudget(tt.ratio, tt.burst)
+		p := Policy{Budget: b}
+		err := p.Validate()
+		if !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("NewBudget(%v, %d): Validate() = %v; want ErrInvalidPolicy saying %q", tt.ratio, tt.burst, err, tt.want)
+		}
+		fn := &flaky{}
+		if err := Do(context.Background(), fn.call, p); !errors.Is(err, ErrInvalidPolicy) || fn.calls != 0 {
+			t.Errorf("NewBudget(%v, %d): Do() = %v after %d calls; want ErrInvalidPolicy after 0", tt.ratio, tt.burst, err, fn.calls)
+		}
+	}
+	for _, ok := range []struct {
+		ratio float64
+		burst int
+	}{{0, 0}, {1, 0}, {0.1, 10}, {0.5, math.MaxInt64 / tokenScale}} {
+		if err := (Policy{Budget: NewBudget(ok.ratio, ok.burst)}).Validate(); err != nil {
+			t.Errorf("NewBudget(%v, %d): Validate() = %v; want nil", ok.ratio, ok.burst, err)
+		}
+	}
+}
+
+func TestBudgetStartsFullAndCapsDeposits(t *testing.T) {
+	b := NewBudget(0.5, 3)
+	if got := b.Tokens(); got != 3 {
+		t.Errorf("new Budget Tokens() = %v; want 3", got)
+	}
+	for range 10 {
+		Do(context.Background(), (&flaky{}).call, Policy{Budget: b})
+	}
+	if got := b.Tokens(); got != 3 {
+		t.Errorf("Tokens() after 10 successes = %v; want 3, the burst", got)
+	}
+}
+
+func TestBudgetExhausted(t *testing.T) {
+	ft := newFakeTime()
+	b := NewBudget(0, 2)
+	fn := &flaky{n: 100, err: errBoom}
+	err := Do(context.Background(), fn.call, ft.with(Policy{Budget: b, Jitter: NoJitter}))
+	var re *RetryExhausted
+	if !errors.As(err, &re) || re.Reason != BudgetExhausted || re.Attempts != 3 {
+		t.Fatalf("Do() = %v; want BudgetExhausted after 3 attempts (2 retries)", err)
+	}
+	if !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, errBoom) {
+		t.Errorf("Do() = %v; want errors.Is to reach ErrBudgetExhausted and boom", err)
+	}
+	if got := len(ft.Waits()); got != 2 {
+		t.Errorf("Do() waits = %d; want 2: no wait after the budget runs out", got)
+	}
+	want := "retry: gave up after 3 attempts in 300ms (retry budget exhausted): boom"
+	if err.Error() != want {
+		t.Errorf("Do().Error() = %q; want %q", err, want)
+	}
+	if got := b.Tokens(); got != 0 {
+		t.Errorf("Tokens() = %v; want 0", got)
+	}
+}
+
+func TestZeroBudgetAllowsNoRetries(t *testing.T) {
+	fn := &flaky{n: 100, err: errBoom}
+	err := Do(context.Background(), fn.call, newFakeTime().with(Policy{Budget: &Budget{}}))
+	if !errors.Is(err, ErrBudgetExhausted) || fn.calls != 1 {
+		t.Errorf("Do() with a zero Budget = %v after %d calls; want ErrBudgetExhausted after 1", err, fn.calls)
+	}
+}
+
+// TestBudgetBoundsRetries: retries ≤ ratio × calls + burst, whatever the
+// failure rate, and a healthy service never meets the budget.
+func TestBudgetBoundsRetries(t *testing.T) {
+	tests := []struct {
+		name          string
+		failEvery     int // one call in failEvery fails once; 1 means all fail always
+		wantExhausted bool
+	}{
+		{"every call fails", 1, true},
+		{"one call in 20 fails once", 20, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const calls, ratio, burst = 10_000, 0.1, 10
+			b := NewBudget(ratio, burst)
+			ft := newFakeTime()
+			retries, exhausted := 0, 0
+			p := ft.with(Policy{MaxAttempts: 3, Budget: b})
+			p.OnRetry = func(int, error, time.Duration) { retries++ }
+			for i := range calls {
+				fn := &flaky{n: 1, err: errBoom}
+				if tt.failEvery == 1 {
+					fn.n = 100
+				} else if i%tt.failEvery != 0 {
+					fn.n = 0
+				}
+				if errors.Is(Do(context.Background(), fn.call, p), ErrBudgetExhausted) {
+					exhausted++
+				}
+			}
+			if limit := int(ratio*calls) + burst; retries > limit {
+				t.Errorf("retries = %d; want at most ratio × calls + burst = %d", retries, limit)
+			}
+			if (exhausted > 0) != tt.wantExhausted {
+				t.Errorf("calls that met the budget = %d; want some: %v", exhausted, tt.wantExhausted)
+			}
+		})
+	}
+}
+
+func TestBudgetConcurrent(t *testing.T) {
+	const goroutines, each, ratio, burst = 50, 200, 0.1, 10
+	b := NewBudget(ratio, burst)
+	var retries atomic.Int64
+	p := Policy{MaxAttempts: 3, Budget: b, Jitter: zeroJitter}
+	p.OnRetry = func(int, error, time.Duration) { retries.Add(1) }
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				Do(context.Background(), failOnce, p)
+			}
+		}()
+	}
+	wg.Wait()
+	// every call wants 2 retries, so the budget is spent down to below one
+	// token, and never more than it held
+	got, limit := retries.Load(), int64(ratio*goroutines*each)+burst
+	if got > limit || b.Tokens() >= 1 || b.Tokens() < 0 {
+		t.Errorf("retries, tokens left = %d, %v; want at most %d retries and under one token left", got, b.Tokens(), limit)
+	}
+}
