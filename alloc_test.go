@@ -1,0 +1,64 @@
+//go:build !race
+
+package retry
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Allocation counts are exact, not timings, so they are tests; the race
+// detector allocates on its own, hence the build tag.
+
+func TestNoAllocationOnTheHotPath(t *testing.T) {
+	ctx := context.Background()
+	calls := 0
+	succeed := func(context.Context) error { return nil }
+	failThrice := func(context.Context) error {
+		calls++
+		if calls%4 != 0 {
+			return errBoom
+		}
+		return nil
+	}
+	value := func(context.Context) (int, error) { return 1, nil }
+	budget := NewBudget(0.1, 10)
+	tests := []struct {
+		name string
+		run  func()
+	}{
+		{"Do success", func() { Do(ctx, succeed, Policy{}) }},
+		{"DoValue success", func() { DoValue(ctx, value, Policy{}) }},
+		{"Do 3 retries, no wait", func() { Do(ctx, failThrice, Policy{Jitter: zeroJitter}) }},
+		{"Do success with a Budget", func() { Do(ctx, succeed, Policy{Budget: budget}) }},
+		{"Do 3 retries, no wait, deadlines", func() {
+			Do(ctx, failThrice, Policy{Jitter: zeroJitter, Deadline: time.Hour})
+		}},
+	}
+	for _, tt := range tests {
+		if got := testing.AllocsPerRun(100, tt.run); got != 0 {
+			t.Errorf("%s: allocations = %v; want 0", tt.name, got)
+		}
+	}
+}
+
+func TestTimerAllocationsDoNotGrowWithWaits(t *testing.T) {
+	ctx := context.Background()
+	allocs := func(waits int) float64 {
+		p := Policy{MaxAttempts: waits + 1, BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond}
+		return testing.AllocsPerRun(20, func() {
+			calls := 0
+			Do(ctx, func(context.Context) error {
+				if calls++; calls <= waits {
+					return errBoom
+				}
+				return nil
+			}, p)
+		})
+	}
+	one, ten := allocs(1), allocs(10)
+	if one != ten || one > 3 {
+		t.Errorf("allocations with 1 and 10 waits = %v, %v; want the same, at most 3 (those of one time.NewTimer)", one, ten)
+	}
+}
