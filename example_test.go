@@ -174,3 +174,24 @@ func ExamplePolicy_onRetry() {
 	// level=WARN msg=retrying attempt=2 err="service unavailable" wait=200ms
 	// level=ERROR msg="giving up" err="retry: gave up after 3 attempts in 300ms (max attempts reached): service unavailable"
 }
+
+// One Budget per downstream service, shared by every call to it: during
+// an outage, retries add at most 10% to the load, after a burst of 2.
+func ExampleNewBudget() {
+	budget := retry.NewBudget(0.1, 2)
+	p := retry.Policy{MaxAttempts: 3, Budget: budget, Sleeper: noWait}
+	down := func(ctx context.Context) error { return errUnavailable }
+
+	for i := range 3 {
+		err := retry.Do(context.Background(), down, p)
+		var re *retry.RetryExhausted
+		errors.As(err, &re)
+		fmt.Printf("call %d: %v, attempts: %d\n", i+1, re.Reason, re.Attempts)
+	}
+	fmt.Println(errors.Is(retry.Do(context.Background(), down, p), retry.ErrBudgetExhausted))
+	// Output:
+	// call 1: max attempts reached, attempts: 3
+	// call 2: retry budget exhausted, attempts: 1
+	// call 3: retry budget exhausted, attempts: 1
+	// true
+}
