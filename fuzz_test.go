@@ -27,13 +27,7 @@ func FuzzJitter(f *testing.F) {
 		}
 		cbase, cmax := bounds(base, max)
 		for _, j := range jitters {
-			got := j.f(n, base, max, prev, u)
-			if got < 0 || got > cmax {
-				t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want it in [0, %d]", j.name, n, base, max, prev, u, got, cmax)
-			}
-			if j.name == "DecorrelatedJitter" && got < cbase {
-				t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want at least %d", j.name, n, base, max, prev, u, got, cbase)
-			}
+			got := checkJitterBounds(t, j.name, j.f, n, base, max, prev, u)
 			if want := j.f(cn, cbase, cmax, prev, cu); got != want {
 				t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %d, its value at the clamped arguments", j.name, n, base, max, prev, u, got, want)
 			}
@@ -83,16 +77,14 @@ type doInput struct {
 func checkDo(t *testing.T, p Policy, in doInput) {
 	ft := newFakeTime()
 	start := ft.Now()
-	ctx := context.Background()
 	var ctxDeadline time.Time
 	if in.ctxTimeout > 0 {
 		// at least an hour ahead on the real clock, so that the real
 		// timer behind ctx never fires during the run
-		ctxDeadline = start.Add(max(in.ctxTimeout, time.Hour))
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, ctxDeadline)
-		defer cancel()
+		in.ctxTimeout = max(in.ctxTimeout, time.Hour)
+		ctxDeadline = start.Add(in.ctxTimeout)
 	}
+	ctx := ft.deadlineCtx(t, in.ctxTimeout)
 	errFail := error(hintErr(in.hint))
 	p.Clock, p.Sleeper = ft, ft
 	if in.permanent {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -46,6 +47,17 @@ func (f *fakeTime) Waits() []time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]time.Duration(nil), f.waits...)
+}
+
+// deadlineCtx returns a context that ends d after f's now, or
+// context.Background if d is 0. The test cancels it when it ends.
+func (f *fakeTime) deadlineCtx(t testing.TB, d time.Duration) context.Context {
+	if d == 0 {
+		return context.Background()
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), f.Now().Add(d))
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // with returns p running on f's time.

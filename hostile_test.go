@@ -48,12 +48,7 @@ func TestClockJumpsForwardByYears(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
-			ctx := context.Background()
-			if tt.ctxTimeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithDeadline(ctx, ft.Now().Add(tt.ctxTimeout))
-				defer cancel()
-			}
+			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
 			fn := func(context.Context) error { ft.advance(years); return errBoom }
 			err := Do(ctx, fn, ft.with(tt.p))
 			var re *RetryExhausted
@@ -181,8 +176,7 @@ func TestFnBlocksUntilCtxEnds(t *testing.T) {
 func TestWaitEndingExactlyAtCtxDeadline(t *testing.T) {
 	// A wait that would end just as ctx ends leaves no time for an attempt.
 	ft := newFakeTime()
-	ctx, cancel := context.WithDeadline(context.Background(), ft.Now().Add(time.Hour))
-	defer cancel()
+	ctx := ft.deadlineCtx(t, time.Hour)
 	p := ft.with(Policy{BaseDelay: time.Hour, MaxDelay: time.Hour, Jitter: NoJitter})
 	err := Do(ctx, (&flaky{n: 5, err: errBoom}).call, p)
 	assertContextDone(t, err, context.DeadlineExceeded, 1)

@@ -75,19 +75,29 @@ func TestJitterBounds(t *testing.T) {
 				for _, n := range ns {
 					for _, prev := range durations {
 						for _, u := range us {
-							got := j.f(n, base, max, prev, u)
-							if got < 0 || got > max {
-								t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want it in [0, %d]", j.name, n, base, max, prev, u, got, max)
-							}
-							if j.name == "DecorrelatedJitter" && got < base {
-								t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want at least base %d", j.name, n, base, max, prev, u, got, base)
-							}
+							checkJitterBounds(t, j.name, j.f, n, base, max, prev, u)
 						}
 					}
 				}
 			}
 		}
 	}
+}
+
+// checkJitterBounds returns f's wait for the arguments, after failing t
+// if it lies outside [0, max], or below base for DecorrelatedJitter, with
+// base and max clamped as the Jitter doc says.
+func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, prev time.Duration, u float64) time.Duration {
+	t.Helper()
+	got := f(n, base, max, prev, u)
+	lo, hi := bounds(base, max)
+	if name != "DecorrelatedJitter" {
+		lo = 0
+	}
+	if got < lo || got > hi {
+		t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want it in [%d, %d]", name, n, base, max, prev, u, got, lo, hi)
+	}
+	return got
 }
 
 // TestJitterMonotonic checks that the exponential grows with n up to the

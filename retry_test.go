@@ -264,8 +264,7 @@ func TestContext(t *testing.T) {
 	})
 	t.Run("ctx deadline before the next wait ends", func(t *testing.T) {
 		ft := newFakeTime()
-		ctx, cancel := context.WithDeadline(context.Background(), ft.Now().Add(time.Hour))
-		defer cancel()
+		ctx := ft.deadlineCtx(t, time.Hour)
 		fn := &flaky{n: 10, err: errBoom}
 		p := ft.with(Policy{BaseDelay: 40 * time.Minute, MaxDelay: 2 * time.Hour, Jitter: NoJitter})
 		err := Do(ctx, fn.call, p)
@@ -324,12 +323,7 @@ func TestRetryAfterHint(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
-			ctx := context.Background()
-			if tt.ctxTimeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithDeadline(ctx, ft.Now().Add(tt.ctxTimeout))
-				defer cancel()
-			}
+			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
 			fn := &flaky{n: 100, err: tt.err}
 			p := ft.with(tt.p)
 			p.Rand = constRand(0) // the default Jitter then waits BaseDelay
