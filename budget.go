@@ -25,8 +25,8 @@ const tokenScale = 1_000_000
 // a balance of burst; each retry withdraws one token before its wait, and
 // when less than one token is left Do gives up at once with
 // ErrBudgetExhausted. So retries number at most ratio × calls + burst,
-// whatever the failure rate, while a service whose calls rarely fail
-// never notices the Budget.
+// whatever the failure rate, while calls that need retries well below
+// ratio of the time never meet the Budget.
 //
 // A Budget is safe for simultaneous use by many goroutines and Policies,
 // and takes no lock. Make one with NewBudget; the zero Budget allows no
@@ -41,8 +41,9 @@ type Budget struct {
 // holds at most burst tokens. ratio must be in [0, 1] and burst at least 0;
 // otherwise the Budget is invalid and any Policy using it fails
 // Policy.Validate, and so Do, with an error that wraps ErrInvalidPolicy
-// and says which argument was wrong. A typical Budget is NewBudget(0.1, 10):
-// retries add at most 10% to the load, after a burst of 10.
+// and says which argument was wrong. The ratio is kept to six decimal
+// places. A typical Budget is NewBudget(0.1, 10): retries add at most 10%
+// to the load, after a burst of 10.
 func NewBudget(ratio float64, burst int) *Budget {
 	b := &Budget{}
 	switch {
@@ -60,7 +61,7 @@ func NewBudget(ratio float64, burst int) *Budget {
 	return b
 }
 
-// Tokens returns the balance: how many retries the Budget would allow now.
+// Tokens returns the balance; each retry needs one whole token.
 func (b *Budget) Tokens() float64 {
 	return float64(b.balance.Load()) / tokenScale
 }
