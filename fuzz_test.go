@@ -83,6 +83,8 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 		// timer behind ctx never fires during the run
 		in.ctxTimeout = max(in.ctxTimeout, time.Hour)
 		ctxDeadline = start.Add(in.ctxTimeout)
+	} else {
+		in.ctxTimeout = 0 // no ctx deadline
 	}
 	ctx := ft.deadlineCtx(t, in.ctxTimeout)
 	errFail := error(hintErr(in.hint))
