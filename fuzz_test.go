@@ -92,7 +92,8 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 	if in.permanent {
 		p.IsRetryable = func(error) bool { return false }
 	}
-	q := p.withDefaults()
+	q := p
+	q.fillDefaults()
 	valid := p.MaxAttempts >= 0 && p.BaseDelay >= 0 && p.MaxDelay >= 0 && p.Deadline >= 0 && q.MaxDelay >= q.BaseDelay
 	var waitErr string
 	p.OnRetry = func(_ int, _ error, wait time.Duration) {

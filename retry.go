@@ -60,18 +60,19 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	case fn == nil:
 		return errNilFunc
 	}
-	if err := p.Validate(); err != nil {
+	if err := p.validate(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := run{p: p.withDefaults()}
-	r.start, r.prev = r.p.now(), r.p.BaseDelay
-	if r.p.Budget != nil {
-		r.p.Budget.earn()
+	p.fillDefaults()
+	var t timer
+	defer t.stop()
+	r := run{p: &p, start: p.now(), prev: p.BaseDelay, timer: &t}
+	if p.Budget != nil {
+		p.Budget.earn()
 	}
-	defer r.stopTimer()
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
 		if err == nil || !r.p.retryable(err) {
@@ -113,10 +114,10 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 
 // run is the state of one call of Do.
 type run struct {
-	p     Policy // with defaults filled in
+	p     *Policy // Do's copy, with defaults filled in
 	start time.Time
 	prev  time.Duration // the previous wait, BaseDelay before the first
-	timer *time.Timer   // made at the first real wait, then reused
+	timer *timer        // the default Sleeper
 }
 
 // backoff returns the wait before the next attempt, or why there is none.
@@ -178,7 +179,7 @@ func (r *run) sleep(ctx context.Context, d time.Duration) *RetryExhausted {
 	if r.p.Sleeper != nil {
 		err = r.p.Sleeper.Sleep(ctx, d)
 	} else {
-		r.sleepOnTimer(ctx, d)
+		r.timer.sleep(ctx, d)
 	}
 	if cerr := ctx.Err(); cerr != nil {
 		return stopped(ContextDone, cerr)
@@ -189,27 +190,31 @@ func (r *run) sleep(ctx context.Context, d time.Duration) *RetryExhausted {
 	return nil
 }
 
-// sleepOnTimer waits for d or until ctx is done, on one timer per run.
-// The timer is only ever reset after it fired and was received from: if
-// ctx ends a wait, Do returns without another.
-func (r *run) sleepOnTimer(ctx context.Context, d time.Duration) {
+// timer is the default Sleeper of one run: one time.Timer, made at the
+// first wait and then reused. It is a separate variable, not a field of
+// run, so that escape analysis keeps Do's Policy on the stack.
+type timer struct{ t *time.Timer }
+
+// sleep waits for d or until ctx is done. The timer is only ever reset
+// after it fired and was received from: once ctx ends a wait, Do returns.
+func (t *timer) sleep(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	if r.timer == nil {
-		r.timer = time.NewTimer(d)
+	if t.t == nil {
+		t.t = time.NewTimer(d)
 	} else {
-		r.timer.Reset(d)
+		t.t.Reset(d)
 	}
 	select {
-	case <-r.timer.C:
+	case <-t.t.C:
 	case <-ctx.Done():
 	}
 }
 
-func (r *run) stopTimer() {
-	if r.timer != nil {
-		r.timer.Stop()
+func (t *timer) stop() {
+	if t.t != nil {
+		t.t.Stop()
 	}
 }
 

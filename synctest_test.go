@@ -69,29 +69,29 @@ func TestDefaultSleeperLeavesNothingRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(time.Second, cancel)
-		r := run{p: Policy{}.withDefaults()}
-		r.sleepOnTimer(ctx, time.Hour) // ended by cancel after 1s
-		r.stopTimer()
-		if r.timer.Stop() {
-			t.Errorf("timer.Stop() after stopTimer = true; want false: the timer must be stopped already")
+		var tm timer
+		tm.sleep(ctx, time.Hour) // ended by cancel after 1s
+		tm.stop()
+		if tm.t.Stop() {
+			t.Errorf("timer.Stop() after stop = true; want false: the timer must be stopped already")
 		}
 	})
 }
 
 func TestDefaultSleeperReusesOneTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := run{p: Policy{}.withDefaults()}
-		defer r.stopTimer()
+		var tm timer
+		defer tm.stop()
 		var first *time.Timer
 		for i := range 5 {
 			start := time.Now()
-			r.sleepOnTimer(context.Background(), time.Duration(i+1)*time.Second)
+			tm.sleep(context.Background(), time.Duration(i+1)*time.Second)
 			if got, want := time.Since(start), time.Duration(i+1)*time.Second; got != want {
 				t.Errorf("wait %d took %v; want %v", i, got, want)
 			}
 			if i == 0 {
-				first = r.timer
-			} else if r.timer != first {
+				first = tm.t
+			} else if tm.t != first {
 				t.Fatalf("wait %d used a new timer; want the first one reused", i)
 			}
 		}
