@@ -566,3 +566,32 @@ func TestClockFunc(t *testing.T) {
 func seqRand(seed uint64) func() float64 {
 	return rand.New(rand.NewPCG(seed, 0)).Float64
 }
+
+// TestClockReads: the clock is read once at the start, then only where a
+// deadline or the final error needs it.
+func TestClockReads(t *testing.T) {
+	tests := []struct {
+		name     string
+		failures int
+		p        Policy
+		want     int
+	}{
+		{"success", 0, Policy{}, 1},
+		{"3 retries, then success", 3, Policy{}, 1},
+		{"exhausted", 10, Policy{MaxAttempts: 3}, 2},                                      // start, Elapsed
+		{"3 retries with a Deadline", 3, Policy{Deadline: time.Hour}, 4},                  // start, one per failure
+		{"exhausted with a Deadline", 10, Policy{MaxAttempts: 3, Deadline: time.Hour}, 4}, // start, failures 1 and 2, Elapsed
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			reads := 0
+			p := ft.with(tt.p)
+			p.Clock = ClockFunc(func() time.Time { reads++; return ft.Now() })
+			Do(context.Background(), (&flaky{n: tt.failures, err: errBoom}).call, p)
+			if reads != tt.want {
+				t.Errorf("Clock reads = %d; want %d", reads, tt.want)
+			}
+		})
+	}
+}
