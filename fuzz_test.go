@@ -36,8 +36,9 @@ func FuzzJitter(f *testing.F) {
 }
 
 // FuzzDo runs Do on fake time with arbitrary Policy fields, failures,
-// hints, call durations and Rand values, and checks the invariants that
-// hold whatever the input.
+// hints, call durations, Rand values, a ctx deadline, and (from the bits
+// of kind) a predicate that retries nothing or a Budget of one retry, and
+// checks the invariants that hold whatever the input.
 func FuzzDo(f *testing.F) {
 	f.Add(0, int64(0), int64(0), int64(0), int64(0), uint8(3), int64(0), int64(0), uint8(0), 0.5)
 	f.Add(3, int64(time.Second), int64(time.Minute), int64(10*time.Second), int64(time.Hour), uint8(10), int64(2*time.Second), int64(time.Second), uint8(1), 0.9)
@@ -61,6 +62,7 @@ func FuzzDo(f *testing.F) {
 			callCost:   time.Duration(callCost),
 			ctxTimeout: time.Duration(ctxTimeout),
 			permanent:  kind&0x80 != 0,
+			budget:     kind&0x40 != 0,
 		})
 	})
 }
@@ -71,6 +73,7 @@ type doInput struct {
 	callCost   time.Duration // fake time each call of fn takes
 	ctxTimeout time.Duration // a ctx deadline on the fake clock, if positive
 	permanent  bool          // failures are not retryable
+	budget     bool          // a Budget allows one retry
 }
 
 // checkDo runs Do with p on fake time and fails t if an invariant breaks.
@@ -91,6 +94,9 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 	p.Clock, p.Sleeper = ft, ft
 	if in.permanent {
 		p.IsRetryable = func(error) bool { return false }
+	}
+	if in.budget {
+		p.Budget = NewBudget(0.5, 1) // full at 1 token; the deposit is capped
 	}
 	q := p
 	q.fillDefaults()
@@ -129,7 +135,7 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 		return
 	case waitErr != "":
 		t.Fatalf("Do(%+v, %+v) made %s", p, in, waitErr)
-	case calls < 1 || calls > q.MaxAttempts || waits > calls-1:
+	case calls < 1 || calls > q.MaxAttempts || waits > calls-1 || in.budget && waits > 1:
 		t.Fatalf("Do(%+v, %+v) calls, waits = %d, %d; want 1 to %d calls and fewer waits", p, in, calls, waits, q.MaxAttempts)
 	case err == nil:
 		if calls != in.failures+1 {
