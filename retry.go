@@ -75,18 +75,18 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	}
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
-		if err == nil || !r.p.retryable(err) {
+		if err == nil || !p.retryable(err) {
 			return err // success, or a failure that retrying cannot fix
 		}
 		wait, stop := r.backoff(ctx, attempt, err)
 		if stop == nil {
-			if r.p.OnRetry != nil {
-				r.p.OnRetry(attempt, err, wait)
+			if p.OnRetry != nil {
+				p.OnRetry(attempt, err, wait)
 			}
 			stop = r.sleep(ctx, wait)
 		}
 		if stop != nil {
-			stop.Attempts, stop.Last, stop.Elapsed = attempt, err, r.since(r.p.now())
+			stop.Attempts, stop.Last, stop.Elapsed = attempt, err, r.since(p.now())
 			return stop
 		}
 	}
