@@ -12,8 +12,9 @@ import (
 
 // Hostile inputs and misbehaving callers. Whatever happens, Do never
 // sleeps a negative or over-cap duration, never calls fn more than
-// MaxAttempts times, and never loses the last error: checkDo (fuzz_test.go)
-// asserts exactly that for each run below.
+// MaxAttempts times, and never loses the last error. Besides its own
+// assertions, a test below that can state its input as a doInput also runs
+// it through checkDo (fuzz_test.go), which asserts exactly that.
 
 func TestClockBackwards(t *testing.T) {
 	ft := newFakeTime()

@@ -10,11 +10,11 @@
 //
 // Do gives up, without a last useless wait, when fn has been called
 // Policy.MaxAttempts times, when Policy.Deadline has passed, when ctx is
-// done or its deadline would pass during the next wait, or when a hint asks
-// for a longer wait than the policy allows, or Policy.Budget has no token
-// left for a retry. It then returns a
-// *RetryExhausted with the number of attempts, the time they took, the
-// reason, and the last error, which errors.Is and errors.As still reach.
+// done or its deadline would pass during the next wait, when a hint asks
+// for a longer wait than the policy allows, or when Policy.Budget has no
+// token left for a retry. It then returns a *RetryExhausted with the
+// number of attempts, the time they took, the reason, and the last error,
+// which errors.Is and errors.As still reach.
 //
 // An error can ask for a minimum wait, as an HTTP Retry-After header does,
 // by having a method
