@@ -46,6 +46,24 @@ func BenchmarkDo(b *testing.B) {
 			}
 		}
 	})
+	b.Run("success-deadline", func(b *testing.B) {
+		b.ReportAllocs()
+		p := Policy{Deadline: time.Minute}
+		for range b.N {
+			if err := Do(ctx, succeed, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("success-attempt-timeout", func(b *testing.B) {
+		b.ReportAllocs()
+		p := Policy{AttemptTimeout: time.Minute}
+		for range b.N {
+			if err := Do(ctx, succeed, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("3-retries-no-wait", func(b *testing.B) {
 		b.ReportAllocs()
 		p := Policy{Jitter: zeroJitter}

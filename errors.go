@@ -25,7 +25,7 @@ type RetryExhausted struct {
 func (e *RetryExhausted) Error() string {
 	why := e.Reason.String()
 	if e.Cause != nil && e.Reason != BudgetExhausted { // ErrBudgetExhausted says no more
-		why = e.Cause.Error()
+		why += ": " + e.Cause.Error()
 	}
 	s := "retry: gave up after " + strconv.Itoa(e.Attempts) + " attempt"
 	if e.Attempts != 1 {
@@ -56,14 +56,17 @@ type Reason int
 const (
 	// MaxAttemptsReached means fn was called Policy.MaxAttempts times.
 	MaxAttemptsReached Reason = iota + 1
-	// DeadlineReached means Policy.Deadline had passed when fn failed.
+	// DeadlineReached means Policy.Deadline had passed when fn failed, or
+	// the next wait would not have ended before it.
 	DeadlineReached
 	// ContextDone means ctx was done, or its deadline would have passed
-	// before the next wait ended. Cause is ctx's error, or
+	// before the next wait ended. Cause is ctx's error, which also wraps
+	// the cause given to a context.CancelCauseFunc, or
 	// context.DeadlineExceeded when Do gave up ahead of the deadline.
 	ContextDone
 	// HintTooLong means fn's error asked, through a RetryAfter method, for
-	// a wait longer than MaxDelay or than the time left before a deadline.
+	// a wait longer than MaxDelay or one that would not end before a
+	// deadline.
 	HintTooLong
 	// SleepFailed means the Sleeper returned an error of its own while
 	// ctx was not done. Cause is that error.
@@ -90,29 +93,75 @@ func (r Reason) String() string {
 	return "Reason(" + strconv.Itoa(int(r)) + ")"
 }
 
-// retryAfter returns the first positive RetryAfter hint in err's chain,
-// depth first as errors.As searches, or 0. A type switch, not errors.As,
-// keeps the lookup free of reflection and allocation.
+// Permanent marks err as one that must not be retried, whatever
+// Policy.IsRetryable says: Do returns at once, after the one attempt. The
+// mark is found anywhere in the chain of fn's error; when it is the
+// outermost error, Do returns err itself, without the mark, and otherwise
+// fn's error as it was. errors.Is and errors.As see through the mark.
+// Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// permanent returns what Do returns for an error marked with Permanent,
+// and reports whether err has the mark.
+func permanent(err error) (error, bool) {
+	if p, ok := err.(*permanentError); ok {
+		return p.err, true
+	}
+	return err, find(err, func(err error) bool {
+		_, ok := err.(*permanentError)
+		return ok
+	})
+}
+
+// retryAfter returns the first positive RetryAfter hint in err's chain, or 0.
 func retryAfter(err error) time.Duration {
-	for err != nil {
+	var hint time.Duration
+	find(err, func(err error) bool {
 		if h, ok := err.(interface{ RetryAfter() time.Duration }); ok {
-			if d := h.RetryAfter(); d > 0 {
-				return d
-			}
+			hint = max(h.RetryAfter(), 0)
+		}
+		return hint > 0
+	})
+	return hint
+}
+
+// find reports whether match holds for an error in err's chain, which it
+// walks depth first, as errors.As does. A type switch, not errors.As,
+// keeps the walk free of reflection and allocation.
+func find(err error, match func(error) bool) bool {
+	for err != nil {
+		if match(err) {
+			return true
 		}
 		switch x := err.(type) {
 		case interface{ Unwrap() error }:
 			err = x.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, err := range x.Unwrap() {
-				if d := retryAfter(err); d > 0 {
-					return d
+				if find(err, match) {
+					return true
 				}
 			}
-			return 0
+			return false
 		default:
-			return 0
+			return false
 		}
 	}
-	return 0
+	return false
 }
+
+// causeError is ctx's error with the cause ctx was cancelled with.
+type causeError struct{ err, cause error }
+
+func (e *causeError) Error() string   { return e.err.Error() + ": " + e.cause.Error() }
+func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }

@@ -2,7 +2,6 @@ package retry_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,16 +26,6 @@ func (e *statusError) Error() string {
 // RetryAfter is the hint that Do honours: it never calls again sooner.
 func (e *statusError) RetryAfter() time.Duration { return e.after }
 
-// retryableHTTP lets 5xx, 429 and network errors be retried; other 4xx
-// fail fast, since the same request will fail the same way.
-func retryableHTTP(err error) bool {
-	var se *statusError
-	if errors.As(err, &se) {
-		return se.code >= 500 || se.code == http.StatusTooManyRequests
-	}
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
-}
-
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP-date.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	if s, err := strconv.Atoi(v); err == nil {
@@ -60,14 +49,18 @@ func get(ctx context.Context, url string, clock retry.Clock) (string, error) {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 400 {
-		return "", &statusError{resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After"), clock.Now())}
+	switch code := resp.StatusCode; {
+	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
+		return "", &statusError{code, parseRetryAfter(resp.Header.Get("Retry-After"), clock.Now())}
+	case code >= 400: // the same request will fail the same way
+		return "", retry.Permanent(&statusError{code: code})
 	}
 	return string(body), err
 }
 
-// An HTTP client that retries 5xx and 429 responses, honours Retry-After
-// in seconds and as an HTTP-date, and fails fast on other 4xx.
+// An HTTP client that retries network errors, timeouts, 5xx, 408 and 429
+// responses, honours Retry-After in seconds and as an HTTP-date, and
+// fails fast on other 4xx, which it marks Permanent.
 func Example_http() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -91,9 +84,8 @@ func Example_http() {
 
 	ft := &fakeTime{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 	p := retry.Policy{
-		MaxDelay:    10 * time.Second,
-		Jitter:      retry.FullJitter,
-		IsRetryable: retryableHTTP,
+		MaxDelay: 10 * time.Second,
+		Jitter:   retry.FullJitter,
 		OnRetry: func(attempt int, err error, wait time.Duration) {
 			fmt.Printf("attempt %d: %v; retrying in %v\n", attempt, err, wait)
 		},

@@ -123,13 +123,14 @@ func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
 
 // Code that retries is tested on fake time: inject a Clock and a Sleeper,
 // and a fixed Rand for a fixed schedule. This run spends 7s of fake time
-// and no real time.
+// and no real time: after the call at 7s, the next wait (8s) would end
+// after the 8s Deadline, so Do gives up at once instead of sleeping.
 func ExamplePolicy_fakeTime() {
 	ft := &fakeTime{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	p := retry.Policy{
 		MaxAttempts: 10,
 		BaseDelay:   time.Second,
-		Deadline:    7 * time.Second,
+		Deadline:    8 * time.Second,
 		Jitter:      retry.NoJitter,
 		Clock:       ft,
 		Sleeper:     ft,

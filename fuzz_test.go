@@ -37,8 +37,9 @@ func FuzzJitter(f *testing.F) {
 
 // FuzzDo runs Do on fake time with arbitrary Policy fields, failures,
 // hints, call durations, Rand values, a ctx deadline, and (from the bits
-// of kind) a predicate that retries nothing or a Budget of one retry, and
-// checks the invariants that hold whatever the input.
+// of kind) failures marked Permanent, a predicate that retries nothing, a
+// Budget of one retry or an AttemptTimeout, and checks the invariants that
+// hold whatever the input.
 func FuzzDo(f *testing.F) {
 	f.Add(0, int64(0), int64(0), int64(0), int64(0), uint8(3), int64(0), int64(0), uint8(0), 0.5)
 	f.Add(3, int64(time.Second), int64(time.Minute), int64(10*time.Second), int64(time.Hour), uint8(10), int64(2*time.Second), int64(time.Second), uint8(1), 0.9)
@@ -63,6 +64,8 @@ func FuzzDo(f *testing.F) {
 			ctxTimeout: time.Duration(ctxTimeout),
 			permanent:  kind&0x80 != 0,
 			budget:     kind&0x40 != 0,
+			timeout:    kind&0x20 != 0,
+			refuse:     kind&0x10 != 0,
 		})
 	})
 }
@@ -72,8 +75,10 @@ type doInput struct {
 	hint       time.Duration // the RetryAfter of each failure
 	callCost   time.Duration // fake time each call of fn takes
 	ctxTimeout time.Duration // a ctx deadline on the fake clock, if positive
-	permanent  bool          // failures are not retryable
+	permanent  bool          // failures are marked Permanent
+	refuse     bool          // IsRetryable refuses every error
 	budget     bool          // a Budget allows one retry
+	timeout    bool          // AttemptTimeout is callCost/2 + 1ns, if that is positive
 }
 
 // checkDo runs Do with p on fake time and fails t if an invariant breaks.
@@ -90,10 +95,16 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 		in.ctxTimeout = 0 // no ctx deadline
 	}
 	ctx := ft.deadlineCtx(t, in.ctxTimeout)
-	errFail := error(hintErr(in.hint))
+	errFail, returned := error(hintErr(in.hint)), error(hintErr(in.hint))
 	p.Clock, p.Sleeper = ft, ft
 	if in.permanent {
+		returned = Permanent(errFail)
+	}
+	if in.refuse {
 		p.IsRetryable = func(error) bool { return false }
+	}
+	if in.timeout && in.callCost >= 0 {
+		p.AttemptTimeout = in.callCost/2 + 1
 	}
 	if in.budget {
 		p.Budget = NewBudget(0.5, 1) // full at 1 token; the deposit is capped
@@ -109,18 +120,29 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 			waitErr = "a wait outside [0, MaxDelay]"
 		case in.hint > 0 && wait < in.hint:
 			waitErr = "a wait shorter than the hint"
-		case p.Deadline > 0 && now.Add(wait).After(start.Add(p.Deadline)):
-			waitErr = "a wait that ends after Deadline"
+		case p.Deadline > 0 && !now.Add(wait).Before(start.Add(p.Deadline)):
+			waitErr = "a wait that does not end before Deadline"
 		case !ctxDeadline.IsZero() && !now.Add(wait).Before(ctxDeadline):
 			waitErr = "a wait that does not end before ctx's deadline"
 		}
 	}
 	calls := 0
-	err := Do(ctx, func(context.Context) error {
+	var ctxErr string
+	err := Do(ctx, func(ctx context.Context) error {
 		calls++
+		// fn's ctx ends, in real time, when the time left on the fake
+		// clock runs out, or AttemptTimeout from now
+		dl, ok := ctx.Deadline()
+		left := time.Until(dl)
+		switch {
+		case p.Deadline > 0 && (!ok || left > p.Deadline-ft.Now().Sub(start)):
+			ctxErr = "fn's ctx outlives the Deadline"
+		case p.AttemptTimeout > 0 && (!ok || left > p.AttemptTimeout):
+			ctxErr = "fn's ctx outlives AttemptTimeout"
+		}
 		ft.advance(in.callCost)
 		if calls <= in.failures {
-			return errFail
+			return returned
 		}
 		return nil
 	}, p)
@@ -135,18 +157,20 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 		return
 	case waitErr != "":
 		t.Fatalf("Do(%+v, %+v) made %s", p, in, waitErr)
+	case ctxErr != "":
+		t.Fatalf("Do(%+v, %+v): %s", p, in, ctxErr)
 	case calls < 1 || calls > q.MaxAttempts || waits > calls-1 || in.budget && waits > 1:
 		t.Fatalf("Do(%+v, %+v) calls, waits = %d, %d; want 1 to %d calls and fewer waits", p, in, calls, waits, q.MaxAttempts)
 	case err == nil:
 		if calls != in.failures+1 {
 			t.Fatalf("Do() = nil after %d calls; want nil only after the success at call %d", calls, in.failures+1)
 		}
-	case err == errFail:
-		if !in.permanent || calls != 1 {
-			t.Fatalf("Do() = fn's error after %d calls; want it only for a permanent error, at once", calls)
+	case in.permanent || in.refuse:
+		if err != errFail || calls != 1 {
+			t.Fatalf("Do() = %v after %d calls; want fn's error, without the Permanent mark, after 1", err, calls)
 		}
 	case errors.As(err, &re):
-		if re.Attempts != calls || re.Last != errFail || in.permanent {
+		if re.Attempts != calls || re.Last != errFail {
 			t.Fatalf("Do() = %+v after %d calls; want Attempts = calls, Last = fn's error", re, calls)
 		}
 	default:

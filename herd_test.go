@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ func TestHerd(t *testing.T) {
 	t.Run("Contention", testContention)
 	t.Run("Recovery", testRecovery)
 	t.Run("Amplification", testAmplification)
+	t.Run("SharedDeadline", testSharedDeadline)
 }
 
 func printf(format string, args ...any) {
@@ -223,6 +225,47 @@ func sparkline(values []int, width, top, cols int) string {
 		b.WriteString("…")
 	}
 	return b.String()
+}
+
+// ---- Shared deadline: a herd with one Deadline must not meet again at it ----
+
+// simulateSharedDeadline runs 1,000 clients through Do, each on its own
+// fake clock from tick 0, against a server that always fails, with
+// Deadline 5s (MaxAttempts 100, so that the Deadline ends each run). It
+// returns the attempts per tick (1 tick = 1ms) and the ticks of each
+// client's last attempt.
+func simulateSharedDeadline(seed uint64) (perTick map[int]int, last []int) {
+	const clients = 1000
+	perTick = map[int]int{}
+	for i := range clients {
+		ft := &fakeTime{}
+		p := ft.with(Policy{MaxAttempts: 100, MaxDelay: time.Second, Deadline: 5 * time.Second})
+		p.Rand = rand.New(rand.NewPCG(seed, uint64(i))).Float64
+		var at int
+		Do(context.Background(), func(context.Context) error {
+			at = int(ft.Now().Sub(time.Time{}) / time.Millisecond)
+			perTick[at]++
+			return errBoom
+		}, p)
+		last = append(last, at)
+	}
+	return perTick, last
+}
+
+func testSharedDeadline(t *testing.T) {
+	perTick, last := simulateSharedDeadline(1)
+	busiest, busiestAt := 0, 0
+	for tick, n := range perTick {
+		if tick > 0 && (n > busiest || n == busiest && tick < busiestAt) { // tick 0 is the first failure, together by design
+			busiest, busiestAt = n, tick
+		}
+	}
+	first, final := slices.Min(last), slices.Max(last)
+	printf("\nShared deadline: 1,000 clients fail together, Deadline 5s, MaxAttempts 100, MaxDelay 1s, decorrelated jitter\n")
+	printf("busiest tick after the first: %d attempts (at %dms); last attempts spread from %dms to %dms\n", busiest, busiestAt, first, final)
+	if busiest > 50 {
+		t.Errorf("busiest tick after the first = %d attempts; want at most 50 of the 1,000 clients: waits must not line up at the Deadline", busiest)
+	}
 }
 
 // ---- Amplification: retries during an outage, with and without a Budget ----

@@ -154,24 +154,25 @@ func TestFnBlocksUntilCtxEnds(t *testing.T) {
 			return ctx.Err()
 		}
 	}
-	t.Run("default predicate: ctx's error as it is", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		started := make(chan struct{})
-		go func() { <-started; cancel() }()
-		if err := Do(ctx, blocking(started), Policy{}); err != context.Canceled {
-			t.Errorf("Do() = %v; want context.Canceled, unchanged", err)
-		}
-	})
-	t.Run("retry everything: still no attempt after ctx is done", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		started := make(chan struct{}, 10)
-		go func() { <-started; cancel() }()
-		err := Do(ctx, blocking(started), Policy{IsRetryable: func(error) bool { return true }})
-		var re *RetryExhausted
-		if !errors.As(err, &re) || re.Attempts != 1 || re.Reason != ContextDone || !errors.Is(err, context.Canceled) {
-			t.Errorf("Do() = %v; want ContextDone after 1 attempt", err)
-		}
-	})
+	for _, tt := range []struct {
+		name string
+		p    Policy
+	}{
+		{"default predicate", Policy{}},
+		{"a predicate that retries everything", Policy{IsRetryable: func(error) bool { return true }}},
+		{"a predicate that retries nothing", Policy{IsRetryable: func(error) bool { return false }}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			started := make(chan struct{}, 10)
+			go func() { <-started; cancel() }()
+			err := Do(ctx, blocking(started), tt.p)
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Attempts != 1 || re.Reason != ContextDone || re.Last != context.Canceled || re.Cause != context.Canceled {
+				t.Errorf("Do() = %#v; want ContextDone after 1 attempt, with ctx's error as Last and Cause", err)
+			}
+		})
+	}
 }
 
 func TestWaitEndingExactlyAtCtxDeadline(t *testing.T) {

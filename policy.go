@@ -25,8 +25,8 @@ const (
 // concurrent calls, provided its functions and interfaces are safe for
 // concurrent use too. The zero Policy is valid: 5 attempts, waits starting
 // at 100ms and capped at 30s with decorrelated jitter, no total deadline,
-// and every error retried except context.Canceled and
-// context.DeadlineExceeded.
+// no timeout per attempt, and every error retried except those marked
+// with Permanent.
 type Policy struct {
 	// MaxAttempts is the number of calls of fn in all, the first included:
 	// 1 means no retries. 0 means DefaultMaxAttempts.
@@ -39,23 +39,38 @@ type Policy struct {
 	// 0 means DefaultMaxDelay. It must not be below BaseDelay.
 	MaxDelay time.Duration
 
-	// Deadline is the total time budget, measured on Clock from the moment
-	// Do is called. Once it has passed, a failure ends the retries; no wait
-	// ends after it. fn is always called at least once. 0 means no deadline.
+	// Deadline bounds the whole call of Do, attempts and waits included,
+	// measured on Clock from the moment Do is called. The ctx that fn
+	// receives ends at the Deadline; Do never starts a wait that would end
+	// at or after it, and gives up with DeadlineReached instead. fn is
+	// always called at least once. 0 means no deadline.
+	//
+	// Decisions are measured on Clock; fn's ctx ends, in real time, after
+	// the time that Clock says is left when the attempt begins.
 	Deadline time.Duration
+
+	// AttemptTimeout bounds each call of fn: the ctx that fn receives ends
+	// AttemptTimeout after the call began (or at the Deadline, if that
+	// comes first). An attempt that runs out of time is retried like any
+	// other failure. 0 means no timeout per attempt.
+	AttemptTimeout time.Duration
 
 	// Jitter chooses each wait. nil means DecorrelatedJitter.
 	// Do clamps what it returns to [0, MaxDelay].
 	Jitter Jitter
 
 	// IsRetryable reports whether an error returned by fn is worth another
-	// attempt. nil means every error except those that match
-	// context.Canceled or context.DeadlineExceeded (by errors.Is).
+	// attempt. It is asked only while ctx is not done, and never about an
+	// error marked with Permanent. nil means every error: a timeout of the
+	// attempt itself (http.Client.Timeout, a context.WithTimeout inside fn,
+	// AttemptTimeout) is retried, while a ctx that is done ends the
+	// retries whatever the predicate says.
 	IsRetryable func(error) bool
 
 	// OnRetry, if not nil, is called before each wait with the number of
 	// the attempt that failed (1 for the first call of fn), its error, and
-	// the wait that follows.
+	// the wait that was chosen. The wait counts from the moment it was
+	// chosen, so time spent in OnRetry shortens the sleep that follows.
 	OnRetry func(attempt int, err error, wait time.Duration)
 
 	// Clock tells the time for Deadline, for ctx's deadline and for
@@ -85,9 +100,10 @@ var ErrInvalidPolicy = errors.New("retry: invalid policy")
 
 // Validate returns nil if p can be used, or an error that wraps
 // ErrInvalidPolicy and names the first field out of range: a negative
-// MaxAttempts, BaseDelay, MaxDelay or Deadline, a Budget that NewBudget
-// rejected, or a MaxDelay below BaseDelay once defaults are filled in. Do
-// calls Validate itself.
+// MaxAttempts, BaseDelay, MaxDelay, Deadline or AttemptTimeout, a Budget
+// that NewBudget rejected, a MaxDelay below BaseDelay once defaults are
+// filled in, or a Clock or Sleeper that is a nil ClockFunc or SleeperFunc.
+// Do calls Validate itself.
 func (p Policy) Validate() error { return p.validate() }
 
 // validate is Validate without the copy of p, for Do's hot path.
@@ -101,6 +117,12 @@ func (p *Policy) validate() error {
 		return invalid("MaxDelay is %v; want 0 (meaning %v) or more", p.MaxDelay, DefaultMaxDelay)
 	case p.Deadline < 0:
 		return invalid("Deadline is %v; want 0 (meaning none) or more", p.Deadline)
+	case p.AttemptTimeout < 0:
+		return invalid("AttemptTimeout is %v; want 0 (meaning none) or more", p.AttemptTimeout)
+	case isNil(p.Clock):
+		return invalid("Clock is a nil ClockFunc; want a function, or a nil Clock for the real clock")
+	case isNil(p.Sleeper):
+		return invalid("Sleeper is a nil SleeperFunc; want a function, or a nil Sleeper for the real timer")
 	}
 	if p.Budget != nil && p.Budget.err != nil {
 		return p.Budget.err
@@ -141,14 +163,23 @@ func (p *Policy) fillDefaults() {
 
 // retryable reports whether err is worth another attempt under p.
 func (p *Policy) retryable(err error) bool {
-	if p.IsRetryable != nil {
-		return p.IsRetryable(err)
+	return p.IsRetryable == nil || p.IsRetryable(err)
+}
+
+// isNil reports whether x holds one of this package's adapters with a nil
+// function, which would panic when called.
+func isNil(x any) bool {
+	switch f := x.(type) {
+	case ClockFunc:
+		return f == nil
+	case SleeperFunc:
+		return f == nil
 	}
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	return false
 }
 
 // Clock tells the time. Do reads it once when it starts, then only where a
-// deadline or the final error needs it. If it goes backwards, Do counts the
+// deadline, OnRetry or the final error needs it. If it goes backwards, Do counts the
 // elapsed time as zero; if it jumps forward past a deadline, the next
 // failure ends the retries.
 type Clock interface {

@@ -3,27 +3,42 @@
 // attempts and a total deadline.
 //
 // Do calls fn at once. If fn returns nil, Do returns nil. If fn returns an
-// error that Policy.IsRetryable rejects, Do returns that error as it is,
-// at once. Otherwise Do waits and calls fn again: the wait is chosen by
-// Policy.Jitter, is at least as long as a hint in the error (see below),
-// and never longer than Policy.MaxDelay.
+// error marked with Permanent, or one that Policy.IsRetryable rejects, Do
+// returns it at once. Otherwise Do waits and calls fn again: the wait is
+// chosen by Policy.Jitter, is at least as long as a hint in the error (see
+// below), and never longer than Policy.MaxDelay. By default every error is
+// retried, timeouts included: an attempt that ran out of time is worth
+// another while the caller still waits.
 //
 // Do gives up, without a last useless wait, when fn has been called
-// Policy.MaxAttempts times, when Policy.Deadline has passed, when ctx is
-// done or its deadline would pass during the next wait, when a hint asks
-// for a longer wait than the policy allows, or when Policy.Budget has no
-// token left for a retry. It then returns a *RetryExhausted with the
-// number of attempts, the time they took, the reason, and the last error,
-// which errors.Is and errors.As still reach.
+// Policy.MaxAttempts times, when ctx is done, when the next wait would end
+// at or after Policy.Deadline or ctx's deadline, when a hint asks for a
+// longer wait than the policy allows, or when Policy.Budget has no token
+// left for a retry. It then returns a *RetryExhausted with the number of
+// attempts, the time they took, the reason, and the last error, which
+// errors.Is and errors.As still reach.
+//
+// Policy.Deadline bounds the whole call, attempts included: the ctx that
+// fn receives ends at the Deadline, and at Policy.AttemptTimeout after
+// the attempt began, whichever comes first.
 //
 // An error can ask for a minimum wait, as an HTTP Retry-After header does,
 // by having a method
 //
 //	RetryAfter() time.Duration
 //
-// anywhere in its chain of wrapped errors. A positive result is honoured:
-// Do never calls fn again sooner, and gives up at once if the hint is
-// longer than MaxDelay or than the time left.
+// anywhere in its chain of wrapped errors. A positive result is honoured
+// for that one wait: Do never calls fn again sooner, and gives up at once
+// if the hint is longer than MaxDelay or does not end before a deadline.
+//
+// # fn must be safe to call again
+//
+// Do calls fn once per attempt, so everything an attempt needs must be
+// made inside fn: build the request inside fn (a request body is consumed
+// by the first attempt), and read and close the response body inside fn
+// (a connection reset while reading the body is then retried too). Retry
+// an operation that may already have taken effect, such as a POST that
+// reached the server, only if it is idempotent.
 //
 // Policy.Clock and Policy.Sleeper replace the real clock and timer, so
 // code that retries can be tested on fake time. Do starts no goroutines.
@@ -32,6 +47,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -39,16 +55,19 @@ import (
 var (
 	errNilContext = errors.New("retry: nil context")
 	errNilFunc    = errors.New("retry: nil fn")
+	errBrokenCtx  = errors.New("retry: ctx.Done was closed while ctx.Err was nil")
 )
 
 // Do calls fn until it succeeds, fails with an error that is not
 // retryable, or p allows no more attempts; see the package doc for the
-// whole contract. It returns nil, fn's non-retryable error unchanged, or a
-// *RetryExhausted.
+// whole contract. It returns nil, fn's non-retryable error (see
+// Permanent), or a *RetryExhausted.
 //
 // Do returns an error without calling fn if ctx or fn is nil, if p is
 // invalid (one that wraps ErrInvalidPolicy), or if ctx is already done
-// (ctx's error, unchanged). A panic in fn, IsRetryable or OnRetry is not
+// (ctx's error, unchanged). Once fn has been called, a ctx that is done
+// ends the retries with a *RetryExhausted whose Reason is ContextDone,
+// whatever fn returned. A panic in fn, IsRetryable or OnRetry is not
 // recovered. Do is safe for concurrent use with one shared Policy.
 //
 // Like any err != nil check, Do counts a typed nil pointer returned as an
@@ -74,20 +93,25 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		p.Budget.earn()
 	}
 	for attempt := 1; ; attempt++ {
-		err := fn(ctx)
-		if err == nil || !p.retryable(err) {
-			return err // success, or a failure that retrying cannot fix
+		err := r.call(ctx, fn)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil { // the caller is gone: whatever fn said, stop
+			return r.giveUp(stopped(ContextDone, ctxCause(ctx)), attempt, err)
+		}
+		if perm, ok := permanent(err); ok {
+			return perm
+		}
+		if !p.retryable(err) {
+			return err
 		}
 		wait, stop := r.backoff(ctx, attempt, err)
 		if stop == nil {
-			if p.OnRetry != nil {
-				p.OnRetry(attempt, err, wait)
-			}
-			stop = r.sleep(ctx, wait)
+			stop = r.pause(ctx, attempt, err, wait)
 		}
 		if stop != nil {
-			stop.Attempts, stop.Last, stop.Elapsed = attempt, err, r.since(p.now())
-			return stop
+			return r.giveUp(stop, attempt, err)
 		}
 	}
 }
@@ -116,73 +140,115 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 type run struct {
 	p     *Policy // Do's copy, with defaults filled in
 	start time.Time
-	prev  time.Duration // the previous wait, BaseDelay before the first
+	prev  time.Duration // the jitter's previous choice, BaseDelay before the first
 	timer *timer        // the default Sleeper
 }
 
-// backoff returns the wait before the next attempt, or why there is none.
-func (r *run) backoff(ctx context.Context, attempt int, err error) (time.Duration, *RetryExhausted) {
-	if cerr := ctx.Err(); cerr != nil {
-		return 0, stopped(ContextDone, cerr)
+// forever stands for the time left when there is no deadline.
+const forever = time.Duration(math.MaxInt64)
+
+// call calls fn once, with a ctx that ends at Policy.Deadline and at
+// AttemptTimeout after the call begins, when the Policy has them.
+func (r *run) call(ctx context.Context, fn func(context.Context) error) error {
+	if r.p.Deadline == 0 && r.p.AttemptTimeout == 0 {
+		return fn(ctx) // no limit of its own: spare the clock read and the context
 	}
+	limit := forever
+	if r.p.Deadline > 0 {
+		limit = r.p.Deadline - r.since(r.p.now())
+	}
+	if r.p.AttemptTimeout > 0 {
+		limit = min(limit, r.p.AttemptTimeout)
+	}
+	// The limit is measured on Policy.Clock; fn's ctx ends that long from
+	// now in real time.
+	actx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return fn(actx)
+}
+
+// backoff chooses the wait before the next attempt, or says why there is
+// none.
+func (r *run) backoff(ctx context.Context, attempt int, err error) (time.Duration, *RetryExhausted) {
 	if attempt >= r.p.MaxAttempts {
 		return 0, stopped(MaxAttemptsReached, nil)
 	}
 	wait := r.p.Jitter(attempt-1, r.p.BaseDelay, r.p.MaxDelay, r.prev, unit(r.p.rand()))
 	wait = clamp(wait, 0, r.p.MaxDelay) // a custom Jitter may misbehave
+	r.prev = wait                       // a hint raises this wait only, not the ones after it
 	hint := retryAfter(err)
-	if hint > r.p.MaxDelay {
-		return 0, stopped(HintTooLong, nil)
+	wait = max(wait, hint)
+	if stop := r.fit(ctx, wait, hint); stop != nil {
+		return 0, stop
 	}
-	wait, stop := r.fit(ctx, max(wait, hint), hint)
-	if stop == nil && r.p.Budget != nil && !r.p.Budget.spend() {
-		stop = stopped(BudgetExhausted, ErrBudgetExhausted)
+	if r.p.Budget != nil && !r.p.Budget.spend() {
+		return 0, stopped(BudgetExhausted, ErrBudgetExhausted)
 	}
-	r.prev = wait
-	return wait, stop
+	return wait, nil
 }
 
-// fit shortens wait so that it ends by Policy.Deadline, or says why there
-// is no time for it: a deadline passed, or wait or hint outlasts one.
-func (r *run) fit(ctx context.Context, wait, hint time.Duration) (time.Duration, *RetryExhausted) {
-	ctxDeadline, hasCtxDeadline := ctx.Deadline()
-	if r.p.Deadline == 0 && !hasCtxDeadline {
-		return wait, nil // nothing to fit: spare the clock read
+// fit says why a wait, at least as long as hint, cannot be made: a
+// deadline has passed, the hint asks for too long, or the wait would not
+// end before a deadline. It returns nil if the wait fits.
+func (r *run) fit(ctx context.Context, wait, hint time.Duration) *RetryExhausted {
+	left, ctxLeft := r.timeLeft(ctx)
+	switch { // in this order: a passed deadline wins over a hint, a hint over the jitter
+	case left <= 0:
+		return stopped(DeadlineReached, nil)
+	case ctxLeft <= 0:
+		return stopped(ContextDone, context.DeadlineExceeded)
+	case hint > r.p.MaxDelay || hint >= left || hint >= ctxLeft:
+		return stopped(HintTooLong, nil)
+	case wait >= left: // no time for an attempt after it
+		return stopped(DeadlineReached, nil)
+	case wait >= ctxLeft:
+		return stopped(ContextDone, context.DeadlineExceeded)
+	}
+	return nil
+}
+
+// timeLeft returns the time left before Policy.Deadline and before ctx's
+// deadline, each forever if there is none.
+func (r *run) timeLeft(ctx context.Context) (left, ctxLeft time.Duration) {
+	left, ctxLeft = forever, forever
+	ctxDeadline, ok := ctx.Deadline()
+	if r.p.Deadline == 0 && !ok {
+		return left, ctxLeft // no deadline: spare the clock read
 	}
 	now := r.p.now()
 	if r.p.Deadline > 0 {
-		left := r.p.Deadline - r.since(now)
-		switch {
-		case left <= 0:
-			return 0, stopped(DeadlineReached, nil)
-		case hint > left:
-			return 0, stopped(HintTooLong, nil)
-		}
-		wait = min(wait, left)
+		left = r.p.Deadline - r.since(now)
 	}
-	if hasCtxDeadline {
-		left := ctxDeadline.Sub(now)
-		switch {
-		case hint > 0 && hint >= left:
-			return 0, stopped(HintTooLong, nil)
-		case wait >= left: // ctx would end during the wait: do not sleep in vain
-			return 0, stopped(ContextDone, context.DeadlineExceeded)
-		}
+	if ok {
+		ctxLeft = ctxDeadline.Sub(now)
 	}
-	return wait, nil
+	return left, ctxLeft
+}
+
+// pause calls OnRetry, then waits until the wait chosen for the attempt
+// ends. The end was fixed when the wait was chosen, so time spent in
+// OnRetry counts against the wait and cannot push it past a deadline.
+func (r *run) pause(ctx context.Context, attempt int, err error, wait time.Duration) *RetryExhausted {
+	if r.p.OnRetry != nil {
+		before := r.p.now()
+		r.p.OnRetry(attempt, err, wait)
+		wait -= max(r.p.now().Sub(before), 0)
+	}
+	return r.sleep(ctx, max(wait, 0))
 }
 
 // sleep waits for d, and says why retrying must stop if ctx is done or the
 // Sleeper failed.
 func (r *run) sleep(ctx context.Context, d time.Duration) *RetryExhausted {
 	var err error
+	var ended bool // ctx.Done ended the default timer's wait
 	if r.p.Sleeper != nil {
 		err = r.p.Sleeper.Sleep(ctx, d)
 	} else {
-		r.timer.sleep(ctx, d)
+		ended = r.timer.sleep(ctx, d)
 	}
-	if cerr := ctx.Err(); cerr != nil {
-		return stopped(ContextDone, cerr)
+	if ended || ctx.Err() != nil { // ended with Err nil: ctx broke its contract; stop all the same
+		return stopped(ContextDone, ctxCause(ctx))
 	}
 	if err != nil {
 		return stopped(SleepFailed, err)
@@ -190,16 +256,23 @@ func (r *run) sleep(ctx context.Context, d time.Duration) *RetryExhausted {
 	return nil
 }
 
+// giveUp fills in stop with what the run did, and returns it.
+func (r *run) giveUp(stop *RetryExhausted, attempts int, last error) *RetryExhausted {
+	stop.Attempts, stop.Last, stop.Elapsed = attempts, last, r.since(r.p.now())
+	return stop
+}
+
 // timer is the default Sleeper of one run: one time.Timer, made at the
 // first wait and then reused. It is a separate variable, not a field of
 // run, so that escape analysis keeps Do's Policy on the stack.
 type timer struct{ t *time.Timer }
 
-// sleep waits for d or until ctx is done. The timer is only ever reset
-// after it fired and was received from: once ctx ends a wait, Do returns.
-func (t *timer) sleep(ctx context.Context, d time.Duration) {
+// sleep waits for d or until ctx is done, and reports whether ctx ended
+// the wait. The timer is only ever reset after it fired and was received
+// from: once ctx ends a wait, Do returns.
+func (t *timer) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
-		return
+		return false
 	}
 	if t.t == nil {
 		t.t = time.NewTimer(d)
@@ -208,7 +281,9 @@ func (t *timer) sleep(ctx context.Context, d time.Duration) {
 	}
 	select {
 	case <-t.t.C:
+		return false
 	case <-ctx.Done():
+		return true
 	}
 }
 
@@ -236,6 +311,19 @@ func (p *Policy) rand() float64 {
 		return p.Rand()
 	}
 	return rand.Float64()
+}
+
+// ctxCause returns why ctx is done: its error, joined with the cause it
+// was cancelled with, if any, so that errors.Is reaches both.
+func ctxCause(ctx context.Context) error {
+	err := ctx.Err()
+	if err == nil {
+		return errBrokenCtx
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return &causeError{err, cause}
+	}
+	return err
 }
 
 func stopped(reason Reason, cause error) *RetryExhausted {

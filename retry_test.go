@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -71,17 +75,24 @@ func TestDoValue(t *testing.T) {
 	}
 }
 
-// Behaviour 2: a non-retryable error comes back as it is, at once.
+// Behaviour 2: a non-retryable error comes back at once: fn's error as it
+// was, or the error inside an outermost Permanent mark.
 func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
-	permanent := &customErr{"permanent"}
+	notFound := &customErr{"not found"}
+	wrapped := fmt.Errorf("get: %w", Permanent(notFound))
+	joined := errors.Join(errBoom, Permanent(notFound))
+	retryAll := func(error) bool { return true }
 	tests := []struct {
 		name string
-		err  error
+		err  error // what fn returns
 		p    Policy
+		want error // what Do returns
 	}{
-		{"predicate says no", permanent, Policy{IsRetryable: func(err error) bool { return err != permanent }}},
-		{"default: context.Canceled", context.Canceled, Policy{}},
-		{"default: wrapped DeadlineExceeded", fmt.Errorf("call: %w", context.DeadlineExceeded), Policy{}},
+		{"predicate says no", notFound, Policy{IsRetryable: func(err error) bool { return err != notFound }}, notFound},
+		{"Permanent, outermost", Permanent(notFound), Policy{}, notFound},
+		{"Permanent, wrapped", wrapped, Policy{}, wrapped},
+		{"Permanent, joined", joined, Policy{}, joined},
+		{"Permanent wins over IsRetryable", Permanent(notFound), Policy{IsRetryable: retryAll}, notFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,8 +102,8 @@ func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
 			p.OnRetry = func(int, error, time.Duration) { onRetry++ }
 			fn := &flaky{n: 10, err: tt.err}
 			err := Do(context.Background(), fn.call, p)
-			if err != tt.err {
-				t.Errorf("Do() = %#v; want %#v, the same value", err, tt.err)
+			if err != tt.want {
+				t.Errorf("Do() = %#v; want %#v, the same value", err, tt.want)
 			}
 			if fn.calls != 1 || len(ft.Waits()) != 0 || onRetry != 0 {
 				t.Errorf("Do() calls, waits, OnRetry = %d, %d, %d; want 1, 0, 0", fn.calls, len(ft.Waits()), onRetry)
@@ -141,7 +152,11 @@ func TestRetryExhaustedError(t *testing.T) {
 		{&RetryExhausted{Attempts: 1, Elapsed: 0, Last: errBoom, Reason: HintTooLong},
 			"retry: gave up after 1 attempt in 0s (retry-after hint too long): boom"},
 		{&RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: ContextDone, Cause: context.Canceled},
-			"retry: gave up after 2 attempts in 1s (context canceled): boom"},
+			"retry: gave up after 2 attempts in 1s (context done: context canceled): boom"},
+		{&RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: SleepFailed, Cause: errors.New("clock device gone")},
+			"retry: gave up after 2 attempts in 1s (sleep failed: clock device gone): boom"},
+		{&RetryExhausted{Attempts: 3, Last: errBoom, Reason: BudgetExhausted, Cause: ErrBudgetExhausted},
+			"retry: gave up after 3 attempts in 0s (retry budget exhausted): boom"},
 		{&RetryExhausted{Attempts: 4, Elapsed: time.Minute, Last: errBoom, Reason: DeadlineReached},
 			"retry: gave up after 4 attempts in 1m0s (deadline reached): boom"},
 		{&RetryExhausted{Reason: Reason(99)},
@@ -177,33 +192,68 @@ func TestReasonString(t *testing.T) {
 	}
 }
 
-// Behaviour 5: the Deadline ends the retries, clips waits, and still lets
-// fn run once.
+// Behaviour 5: the Deadline ends the retries without clipping a wait,
+// bounds fn's ctx, and still lets fn run once.
 func TestDeadline(t *testing.T) {
-	t.Run("waits are clipped and the deadline ends the run", func(t *testing.T) {
+	t.Run("a wait that would outlast the deadline is not started", func(t *testing.T) {
 		ft := newFakeTime()
 		fn := &flaky{n: 100, err: errBoom}
 		p := ft.with(Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: time.Minute, Deadline: 10 * time.Second, Jitter: NoJitter})
 		err := Do(context.Background(), fn.call, p)
-		// waits 1s, 2s, 4s, then 3s clipped to the deadline; the fifth call fails at 10s
-		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 3 * time.Second}
+		// waits 1s, 2s, 4s; at 7s the next wait, 8s, would end after the deadline
+		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
 		if got := ft.Waits(); !slices.Equal(got, want) {
 			t.Errorf("Do() waits = %v; want %v", got, want)
 		}
 		var re *RetryExhausted
-		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 5 || re.Elapsed != 10*time.Second {
-			t.Errorf("Do() = %v; want DeadlineReached after 5 attempts in 10s", err)
+		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 4 || re.Elapsed != 7*time.Second {
+			t.Errorf("Do() = %v; want DeadlineReached after 4 attempts in 7s", err)
 		}
 	})
-	t.Run("no wait ends after the deadline", func(t *testing.T) {
+	t.Run("a wait ending exactly at the deadline is not started", func(t *testing.T) {
+		ft := newFakeTime()
+		p := ft.with(Policy{BaseDelay: time.Second, MaxDelay: time.Second, Deadline: time.Second, Jitter: NoJitter})
+		fn := &flaky{n: 100, err: errBoom}
+		err := Do(context.Background(), fn.call, p)
+		var re *RetryExhausted
+		if !errors.As(err, &re) || re.Reason != DeadlineReached || fn.calls != 1 || len(ft.Waits()) != 0 {
+			t.Errorf("Do() = %v after %d calls, waits %v; want DeadlineReached after 1 call, no wait", err, fn.calls, ft.Waits())
+		}
+	})
+	t.Run("a 1ns deadline", func(t *testing.T) {
+		ft := newFakeTime()
+		p := ft.with(Policy{Deadline: time.Nanosecond})
+		fn := &flaky{n: 100, err: errBoom}
+		err := Do(context.Background(), fn.call, p)
+		var re *RetryExhausted
+		if !errors.As(err, &re) || re.Reason != DeadlineReached || fn.calls != 1 {
+			t.Errorf("Do() = %v after %d calls; want DeadlineReached after 1", err, fn.calls)
+		}
+	})
+	t.Run("herd spreads: waits are not clipped to end together", func(t *testing.T) {
+		ends := map[time.Duration]int{}
+		for seed := range 20 {
+			ft := newFakeTime()
+			start := ft.Now()
+			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 100 * time.Millisecond, Deadline: 5 * time.Second, Rand: seqRand(uint64(seed))})
+			Do(context.Background(), (&flaky{n: 1000, err: errBoom}).call, p)
+			ends[ft.Now().Sub(start)]++
+		}
+		for end, n := range ends {
+			if n > 2 {
+				t.Errorf("%d of 20 clients made their last attempt at %v; want them spread", n, end)
+			}
+		}
+	})
+	t.Run("no wait ends at or after the deadline", func(t *testing.T) {
 		for seed := range 50 {
 			ft := newFakeTime()
 			start := ft.Now()
 			deadline := 3 * time.Second
 			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Deadline: deadline, Rand: seqRand(uint64(seed))})
 			p.OnRetry = func(_ int, _ error, wait time.Duration) {
-				if end := ft.Now().Add(wait); end.Sub(start) > deadline {
-					t.Fatalf("seed %d: a wait of %v ends %v after the start; want at most %v", seed, wait, end.Sub(start), deadline)
+				if end := ft.Now().Add(wait); end.Sub(start) >= deadline {
+					t.Fatalf("seed %d: a wait of %v ends %v after the start; want before %v", seed, wait, end.Sub(start), deadline)
 				}
 			}
 			Do(context.Background(), (&flaky{n: 1000, err: errBoom}).call, p)
@@ -398,6 +448,9 @@ func TestInvalidPolicy(t *testing.T) {
 		{Policy{BaseDelay: -time.Second}, "BaseDelay"},
 		{Policy{MaxDelay: -time.Second}, "MaxDelay"},
 		{Policy{Deadline: -time.Second}, "Deadline"},
+		{Policy{AttemptTimeout: -time.Second}, "AttemptTimeout"},
+		{Policy{Clock: ClockFunc(nil)}, "Clock is a nil ClockFunc"},
+		{Policy{Sleeper: SleeperFunc(nil)}, "Sleeper is a nil SleeperFunc"},
 		{Policy{BaseDelay: time.Second, MaxDelay: time.Millisecond}, "MaxDelay"},
 		{Policy{BaseDelay: time.Minute}, "MaxDelay 30s is below BaseDelay 1m0s"},
 	}
@@ -578,9 +631,10 @@ func TestClockReads(t *testing.T) {
 	}{
 		{"success", 0, Policy{}, 1},
 		{"3 retries, then success", 3, Policy{}, 1},
-		{"exhausted", 10, Policy{MaxAttempts: 3}, 2},                                      // start, Elapsed
-		{"3 retries with a Deadline", 3, Policy{Deadline: time.Hour}, 4},                  // start, one per failure
-		{"exhausted with a Deadline", 10, Policy{MaxAttempts: 3, Deadline: time.Hour}, 4}, // start, failures 1 and 2, Elapsed
+		{"exhausted", 10, Policy{MaxAttempts: 3}, 2},                                          // start, Elapsed
+		{"3 retries with a Deadline", 3, Policy{Deadline: time.Hour}, 8},                      // start, one per call, one per failure
+		{"exhausted with a Deadline", 10, Policy{MaxAttempts: 3, Deadline: time.Hour}, 7},     // start, 3 calls, failures 1 and 2, Elapsed
+		{"3 retries with OnRetry", 3, Policy{OnRetry: func(int, error, time.Duration) {}}, 7}, // start, two around each OnRetry
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -593,5 +647,204 @@ func TestClockReads(t *testing.T) {
 				t.Errorf("Clock reads = %d; want %d", reads, tt.want)
 			}
 		})
+	}
+}
+
+// Issue 8, point 1: by default every error is retried, timeouts
+// included, as long as the caller's ctx is alive.
+func TestDefaultRetriesEveryError(t *testing.T) {
+	for _, err := range []error{
+		context.DeadlineExceeded,
+		fmt.Errorf("get: %w", context.DeadlineExceeded),
+		context.Canceled, // an attempt's own ctx, cancelled inside fn
+		errBoom,
+	} {
+		ft := newFakeTime()
+		fn := &flaky{n: 2, err: err}
+		if got := Do(context.Background(), fn.call, ft.with(Policy{})); got != nil || fn.calls != 3 {
+			t.Errorf("Do() with %v = %v after %d calls; want nil after 3", err, got, fn.calls)
+		}
+	}
+}
+
+// Issue 8, point 2.
+func TestPermanent(t *testing.T) {
+	if err := Permanent(nil); err != nil {
+		t.Errorf("Permanent(nil) = %v; want nil", err)
+	}
+	inner := &customErr{"bad request"}
+	err := fmt.Errorf("post: %w", Permanent(inner))
+	var ce *customErr
+	if !errors.Is(err, inner) || !errors.As(err, &ce) || ce != inner {
+		t.Errorf("errors.Is, errors.As through Permanent = %v, %v; want true, true", errors.Is(err, inner), ce)
+	}
+	if got, want := err.Error(), "post: bad request"; got != want {
+		t.Errorf("Error() = %q; want %q: the mark adds nothing to the message", got, want)
+	}
+	// found deep in a joined chain, after an error that wraps nothing
+	deep := errors.Join(unwrapsToNil{}, fmt.Errorf("a: %w", fmt.Errorf("b: %w", Permanent(errBoom))))
+	fn := &flaky{n: 10, err: deep}
+	if got := Do(context.Background(), fn.call, newFakeTime().with(Policy{})); got != deep || fn.calls != 1 {
+		t.Errorf("Do() = %v after %d calls; want the joined error as it was, after 1", got, fn.calls)
+	}
+	// not permanent: a chain without the mark is retried
+	if _, ok := permanent(errors.Join(unwrapsToNil{}, errBoom)); ok {
+		t.Errorf("permanent(a chain without the mark) = true; want false")
+	}
+}
+
+// Issue 8, point 4: fn's ctx ends when the time that Clock says is left
+// before the Deadline runs out, counted in real time.
+func TestFnCtxEndsAtTheDeadline(t *testing.T) {
+	ft := newFakeTime()
+	start := ft.Now()
+	const deadline = 10 * time.Second
+	p := ft.with(Policy{MaxAttempts: 4, BaseDelay: time.Second, MaxDelay: time.Second, Deadline: deadline, Jitter: NoJitter})
+	calls := 0
+	Do(context.Background(), func(ctx context.Context) error {
+		calls++
+		left := deadline - ft.Now().Sub(start) // on the fake clock
+		dl, ok := ctx.Deadline()
+		if got := time.Until(dl); !ok || got > left || got < left-time.Second {
+			t.Errorf("call %d: fn's ctx ends in %v (has deadline %v); want %v, the time left", calls, got, ok, left)
+		}
+		ft.advance(2 * time.Second) // each call takes 2s of fake time
+		return errBoom
+	}, p)
+	if calls != 4 {
+		t.Errorf("calls = %d; want 4", calls)
+	}
+}
+
+// Issue 8, point 5: a slow OnRetry shortens the sleep, so no wait ends
+// after either deadline.
+func TestSlowOnRetryCountsAgainstTheWait(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		reason     Reason
+	}{
+		{"Deadline", Policy{Deadline: 1500 * time.Millisecond}, 0, DeadlineReached},
+		{"ctx deadline", Policy{}, 1500 * time.Millisecond, ContextDone},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			start := ft.Now()
+			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
+			p := tt.p
+			p.BaseDelay, p.MaxDelay, p.Jitter = time.Second, time.Minute, NoJitter
+			p = ft.with(p)
+			p.OnRetry = func(int, error, time.Duration) { ft.advance(800 * time.Millisecond) }
+			var at []time.Duration
+			err := Do(ctx, func(context.Context) error { at = append(at, ft.Now().Sub(start)); return errBoom }, p)
+			// the 1s wait chosen at 0s ends at 1s: OnRetry takes 800ms of it
+			if want := []time.Duration{0, time.Second}; !slices.Equal(at, want) {
+				t.Errorf("calls at %v; want %v", at, want)
+			}
+			if got, want := ft.Waits(), []time.Duration{200 * time.Millisecond}; !slices.Equal(got, want) {
+				t.Errorf("sleeps = %v; want %v", got, want)
+			}
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != tt.reason || re.Attempts != 2 {
+				t.Errorf("Do() = %v; want %v after 2 attempts", err, tt.reason)
+			}
+		})
+	}
+}
+
+// Issue 8, point 6: a hint raises one wait; the jitter goes on from its
+// own previous choice.
+func TestHintRaisesOneWait(t *testing.T) {
+	ft := newFakeTime()
+	calls := 0
+	fn := func(context.Context) error {
+		if calls++; calls == 1 {
+			return hintErr(2 * time.Second)
+		}
+		return errBoom
+	}
+	p := ft.with(Policy{MaxAttempts: 4, BaseDelay: 10 * time.Millisecond, Rand: constRand(0.5)})
+	Do(context.Background(), fn, p)
+	// decorrelated at u = 0.5 from 10ms: 20ms (raised to the 2s hint), 35ms, 57.5ms
+	want := []time.Duration{2 * time.Second, 35 * time.Millisecond, 57500 * time.Microsecond}
+	if got := ft.Waits(); !slices.Equal(got, want) {
+		t.Errorf("Do() waits = %v; want %v", got, want)
+	}
+}
+
+// Issue 8, point 7: errors.Is reaches ctx's error and its cause.
+func TestCancelCause(t *testing.T) {
+	errShutdown := errors.New("shutting down")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	p := Policy{Sleeper: SleeperFunc(func(ctx context.Context, d time.Duration) error {
+		cancel(errShutdown) // as if the server shut down during the wait
+		return ctx.Err()
+	})}
+	err := Do(ctx, failOnce, p)
+	var re *RetryExhausted
+	if !errors.As(err, &re) || re.Reason != ContextDone || !errors.Is(err, context.Canceled) || !errors.Is(err, errShutdown) || !errors.Is(err, errBoom) {
+		t.Fatalf("Do() = %v; want ContextDone reaching context.Canceled, the cause and the last error", err)
+	}
+	if want := "(context done: context canceled: shutting down): boom"; !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("Do().Error() = %q; want it to end with %q", err, want)
+	}
+}
+
+// brokenCtx breaks the Context contract: Done is closed, Err is nil.
+type brokenCtx struct{ context.Context }
+
+func (brokenCtx) Done() <-chan struct{} {
+	done := make(chan struct{})
+	close(done)
+	return done
+}
+
+// Issue 8, point 8.
+func TestBrokenCtxEndsTheWait(t *testing.T) {
+	fn := &flaky{n: 10, err: errBoom}
+	err := Do(brokenCtx{context.Background()}, fn.call, Policy{BaseDelay: time.Hour, MaxDelay: time.Hour})
+	var re *RetryExhausted
+	if !errors.As(err, &re) || re.Reason != ContextDone || re.Cause != errBrokenCtx || fn.calls != 1 {
+		t.Errorf("Do() = %v after %d calls; want ContextDone for a broken ctx after 1", err, fn.calls)
+	}
+}
+
+// Issue 8: an http.Client timeout, on a real server, is retried.
+func TestHTTPClientTimeoutIsRetried(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			select { // slow once: hold the response until the client gives up
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	client := &http.Client{Timeout: 200 * time.Millisecond}
+	var errs []error
+	p := Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
+	p.OnRetry = func(_ int, err error, _ time.Duration) { errs = append(errs, err) }
+	body, err := DoValue(context.Background(), func(ctx context.Context) (string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}, p)
+	if body != "ok" || err != nil || hits.Load() != 2 {
+		t.Fatalf("DoValue() = %q, %v after %d requests; want \"ok\", nil after 2", body, err, hits.Load())
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], context.DeadlineExceeded) {
+		t.Errorf("retried errors = %v; want the client's timeout", errs)
 	}
 }

@@ -109,3 +109,69 @@ func TestDefaultSleeperZeroWait(t *testing.T) {
 		}
 	})
 }
+
+// hang is an fn that blocks until its ctx ends, then returns ctx's error.
+func hang(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestDeadlineBoundsAHungCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		calls := 0
+		fn := func(ctx context.Context) error {
+			if calls++; calls == 1 {
+				return errBoom // fails fast, then the second call hangs
+			}
+			return hang(ctx)
+		}
+		p := Policy{BaseDelay: 100 * time.Millisecond, Deadline: 300 * time.Millisecond, Jitter: NoJitter}
+		err := Do(context.Background(), fn, p)
+		if elapsed := time.Since(start); elapsed != 300*time.Millisecond {
+			t.Errorf("Do() returned after %v; want 300ms, the Deadline", elapsed)
+		}
+		var re *RetryExhausted
+		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 2 || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Do() = %v; want DeadlineReached after 2 attempts, the last one timed out", err)
+		}
+	})
+}
+
+func TestAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var at []time.Duration
+		fn := func(ctx context.Context) error {
+			at = append(at, time.Since(start))
+			if len(at) <= 2 {
+				return hang(ctx) // the first two attempts run out of time
+			}
+			return nil
+		}
+		p := Policy{BaseDelay: time.Second, MaxDelay: time.Second, AttemptTimeout: 2 * time.Second, Jitter: NoJitter}
+		if err := Do(context.Background(), fn, p); err != nil {
+			t.Fatalf("Do() = %v; want nil", err)
+		}
+		// each timed-out attempt takes 2s and is followed by a 1s wait
+		if want := []time.Duration{0, 3 * time.Second, 6 * time.Second}; !slices.Equal(at, want) {
+			t.Errorf("calls at %v; want %v", at, want)
+		}
+	})
+}
+
+func TestAttemptTimeoutWithinDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		p := Policy{BaseDelay: time.Second, MaxDelay: time.Second, AttemptTimeout: 2 * time.Second, Deadline: 4 * time.Second, Jitter: NoJitter}
+		err := Do(context.Background(), hang, p)
+		// 2s attempt, 1s wait, then the second attempt gets the 1s left
+		if elapsed := time.Since(start); elapsed != 4*time.Second {
+			t.Errorf("Do() returned after %v; want 4s", elapsed)
+		}
+		var re *RetryExhausted
+		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 2 {
+			t.Errorf("Do() = %v; want DeadlineReached after 2 attempts", err)
+		}
+	})
+}
