@@ -29,8 +29,8 @@ const tokenScale = 1_000_000
 // ratio of the time never meet the Budget.
 //
 // A Budget is safe for simultaneous use by many goroutines and Policies,
-// and takes no lock. Make one with NewBudget; the zero Budget allows no
-// retries.
+// and takes no lock. Make one with NewBudget: a Budget made otherwise, such
+// as the zero Budget, fails Policy.Validate.
 type Budget struct {
 	deposit, capacity int64 // in tokenScale units
 	balance           atomic.Int64
@@ -38,7 +38,7 @@ type Budget struct {
 }
 
 // NewBudget returns a full Budget that earns ratio tokens per Do call and
-// holds at most burst tokens. ratio must be in [0, 1] and burst at least 0;
+// holds at most burst tokens. ratio must be in [0, 1] and burst at least 1;
 // otherwise the Budget is invalid and any Policy using it fails
 // Policy.Validate, and so Do, with an error that wraps ErrInvalidPolicy
 // and says which argument was wrong. The ratio is kept to six decimal
@@ -49,8 +49,8 @@ func NewBudget(ratio float64, burst int) *Budget {
 	switch {
 	case !(ratio >= 0 && ratio <= 1): // NaN fails both comparisons
 		b.err = fmt.Errorf("%w: NewBudget ratio is %v; want it in [0, 1]", ErrInvalidPolicy, ratio)
-	case burst < 0:
-		b.err = fmt.Errorf("%w: NewBudget burst is %d; want 0 or more", ErrInvalidPolicy, burst)
+	case burst < 1: // a balance capped below one token could never pay for a retry
+		b.err = fmt.Errorf("%w: NewBudget burst is %d; want 1 or more", ErrInvalidPolicy, burst)
 	case burst > math.MaxInt64/tokenScale:
 		b.err = fmt.Errorf("%w: NewBudget burst is %d; want at most %d", ErrInvalidPolicy, burst, math.MaxInt64/tokenScale)
 	default:
@@ -59,6 +59,25 @@ func NewBudget(ratio float64, burst int) *Budget {
 		b.balance.Store(b.capacity)
 	}
 	return b
+}
+
+// errNotNewBudget is why a Budget that NewBudget did not make is invalid.
+var errNotNewBudget = fmt.Errorf("%w: Budget was not made by NewBudget; make one with NewBudget(ratio, burst)", ErrInvalidPolicy)
+
+// validate returns nil if b can be used: made by NewBudget with good
+// arguments, or nil, meaning no budget. Otherwise it returns why
+// NewBudget rejected the arguments, or errNotNewBudget for a Budget with
+// no capacity, which NewBudget never makes.
+func (b *Budget) validate() error {
+	switch {
+	case b == nil:
+		return nil
+	case b.err != nil:
+		return b.err
+	case b.capacity == 0:
+		return errNotNewBudget
+	}
+	return nil
 }
 
 // Tokens returns the balance; each retry needs one whole token.

@@ -22,6 +22,9 @@ func TestNewBudgetRejectsBadArguments(t *testing.T) {
 		{math.NaN(), 10, "ratio is NaN"},
 		{math.Inf(1), 10, "ratio is +Inf"},
 		{0.1, -1, "burst is -1"},
+		{0.1, 0, "burst is 0"}, // a balance capped at 0 can never hold a token
+		{1, 0, "burst is 0"},
+		{0, 0, "burst is 0"},
 		{0.1, math.MaxInt, "burst is"},
 	}
 	for _, tt := range tests {
@@ -39,7 +42,7 @@ func TestNewBudgetRejectsBadArguments(t *testing.T) {
 	for _, ok := range []struct {
 		ratio float64
 		burst int
-	}{{0, 0}, {1, 0}, {0.1, 10}, {0.5, math.MaxInt64 / tokenScale}} {
+	}{{0, 1}, {1, 1}, {0.1, 10}, {0.5, math.MaxInt64 / tokenScale}} {
 		if err := (Policy{Budget: NewBudget(ok.ratio, ok.burst)}).Validate(); err != nil {
 			t.Errorf("NewBudget(%v, %d): Validate() = %v; want nil", ok.ratio, ok.burst, err)
 		}
@@ -83,11 +86,16 @@ func TestBudgetExhausted(t *testing.T) {
 	}
 }
 
-func TestZeroBudgetAllowsNoRetries(t *testing.T) {
+// TestZeroBudgetIsInvalid: a Budget not made by NewBudget has no capacity,
+// so it could never allow a retry; Validate says so instead.
+func TestZeroBudgetIsInvalid(t *testing.T) {
+	p := Policy{Budget: &Budget{}}
+	if err := p.Validate(); !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "NewBudget") {
+		t.Errorf("Validate() with a zero Budget = %v; want ErrInvalidPolicy saying to use NewBudget", err)
+	}
 	fn := &flaky{n: 100, err: errBoom}
-	err := Do(context.Background(), fn.call, newFakeTime().with(Policy{Budget: &Budget{}}))
-	if !errors.Is(err, ErrBudgetExhausted) || fn.calls != 1 {
-		t.Errorf("Do() with a zero Budget = %v after %d calls; want ErrBudgetExhausted after 1", err, fn.calls)
+	if err := Do(context.Background(), fn.call, newFakeTime().with(p)); !errors.Is(err, ErrInvalidPolicy) || fn.calls != 0 {
+		t.Errorf("Do() with a zero Budget = %v after %d calls; want ErrInvalidPolicy after 0", err, fn.calls)
 	}
 }
 

@@ -102,8 +102,8 @@ func (p *Policy) validate() error {
 	case p.Deadline < 0:
 		return invalid("Deadline is %v; want 0 (meaning none) or more", p.Deadline)
 	}
-	if p.Budget != nil && p.Budget.err != nil {
-		return p.Budget.err
+	if err := p.Budget.validate(); err != nil {
+		return err
 	}
 	if base, max := p.delays(); max < base {
 		return invalid("MaxDelay %v is below BaseDelay %v", max, base)
