@@ -89,7 +89,7 @@ func (b *Budget) Tokens() float64 {
 func (b *Budget) earn() {
 	for {
 		old := b.balance.Load()
-		next := min(old+b.deposit, b.capacity)
+		next := old + min(b.deposit, b.capacity-old) // old+deposit may overflow
 		if next == old || b.balance.CompareAndSwap(old, next) {
 			return
 		}

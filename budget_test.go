@@ -163,3 +163,22 @@ func TestBudgetConcurrent(t *testing.T) {
 		t.Errorf("retries, tokens left = %d, %v; want at most %d retries and under one token left", got, b.Tokens(), limit)
 	}
 }
+
+// TestBudgetLargestBurstDoesNotOverflow: at the largest burst, a deposit
+// into the full balance must stop at the burst, not wrap past
+// math.MaxInt64 into a negative balance that refuses every retry.
+func TestBudgetLargestBurstDoesNotOverflow(t *testing.T) {
+	const burst = math.MaxInt64 / tokenScale
+	b := NewBudget(1, burst)
+	b.earn()
+	if got := b.balance.Load(); got != b.capacity {
+		t.Fatalf("balance after a deposit into the full Budget = %d; want %d, the capacity", got, b.capacity)
+	}
+	fn := &flaky{n: 1, err: errBoom}
+	if err := Do(context.Background(), fn.call, newFakeTime().with(Policy{Budget: b})); err != nil || fn.calls != 2 {
+		t.Errorf("Do() = %v after %d calls; want nil after 2: the full Budget pays for the retry", err, fn.calls)
+	}
+	if got, want := b.balance.Load(), b.capacity-tokenScale; got != want {
+		t.Errorf("balance after one retry = %d; want %d, one token below the capacity", got, want)
+	}
+}
