@@ -41,9 +41,11 @@ type Budget struct {
 // holds at most burst tokens. ratio must be in [0, 1] and burst at least 1;
 // otherwise the Budget is invalid and any Policy using it fails
 // Policy.Validate, and so Do, with an error that wraps ErrInvalidPolicy
-// and says which argument was wrong. The ratio is kept to six decimal
-// places. A typical Budget is NewBudget(0.1, 10): retries add at most 10%
-// to the load, after a burst of 10.
+// and says which argument was wrong. Each deposit is ratio rounded down to
+// a whole millionth of a token, so that retries stay within ratio × calls
+// + burst; a ratio below 0.000001 earns nothing. A typical Budget is
+// NewBudget(0.1, 10): retries add at most 10% to the load, after a burst
+// of 10.
 func NewBudget(ratio float64, burst int) *Budget {
 	b := &Budget{}
 	switch {
@@ -54,7 +56,7 @@ func NewBudget(ratio float64, burst int) *Budget {
 	case burst > math.MaxInt64/tokenScale:
 		b.err = fmt.Errorf("%w: NewBudget burst is %d; want at most %d", ErrInvalidPolicy, burst, math.MaxInt64/tokenScale)
 	default:
-		b.deposit = int64(math.Round(ratio * tokenScale))
+		b.deposit = int64(math.Floor(ratio * tokenScale)) // down, or the bound would not hold
 		b.capacity = int64(burst) * tokenScale
 		b.balance.Store(b.capacity)
 	}

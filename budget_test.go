@@ -182,3 +182,27 @@ func TestBudgetLargestBurstDoesNotOverflow(t *testing.T) {
 		t.Errorf("balance after one retry = %d; want %d, one token below the capacity", got, want)
 	}
 }
+
+// TestBudgetDepositRoundsDown: a ratio that is not a whole number of
+// millionths must be rounded down, or calls that always fail get more
+// retries than ratio × calls + burst.
+func TestBudgetDepositRoundsDown(t *testing.T) {
+	const calls, burst = 3_000_000, 1
+	for _, ratio := range []float64{5e-7, 1.5e-6} {
+		b := NewBudget(ratio, burst)
+		retries := 0
+		for range calls { // as Do does for a call that always fails, with MaxAttempts 3
+			b.earn()
+			for range 2 {
+				if !b.spend() {
+					break
+				}
+				retries++
+			}
+		}
+		if limit := ratio*calls + burst; float64(retries) > limit {
+			t.Errorf("NewBudget(%v, %d) over %d failing calls: retries = %d; want at most ratio × calls + burst = %v",
+				ratio, burst, calls, retries, limit)
+		}
+	}
+}
