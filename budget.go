@@ -22,8 +22,10 @@ const tokenScale = 1_000_000
 // every failure multiplies the load on a service that is already down.
 //
 // Each Do call with the Budget in its Policy deposits ratio tokens, up to
-// a balance of burst; each retry withdraws one token before its wait, and
-// when less than one token is left Do gives up at once with
+// a balance of burst. Each retry takes one token when Do decides to retry,
+// before its wait; the token is given back if that retry does not happen
+// (ctx ends during the wait, the Sleeper fails, or a deadline leaves no
+// time for it). When less than one token is left, Do gives up at once with
 // ErrBudgetExhausted. So retries number at most ratio × calls + burst,
 // whatever the failure rate, while calls that need retries well below
 // ratio of the time never meet the Budget.
@@ -88,10 +90,17 @@ func (b *Budget) Tokens() float64 {
 }
 
 // earn adds one call's deposit, up to the capacity.
-func (b *Budget) earn() {
+func (b *Budget) earn() { b.add(b.deposit) }
+
+// refund gives back the token of a retry that did not happen, up to the
+// capacity.
+func (b *Budget) refund() { b.add(tokenScale) }
+
+// add adds units to the balance, up to the capacity.
+func (b *Budget) add(units int64) {
 	for {
 		old := b.balance.Load()
-		next := old + min(b.deposit, b.capacity-old) // old+deposit may overflow
+		next := old + min(units, b.capacity-old) // old+units may overflow
 		if next == old || b.balance.CompareAndSwap(old, next) {
 			return
 		}

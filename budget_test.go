@@ -206,3 +206,53 @@ func TestBudgetDepositRoundsDown(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetRefund: refund gives back exactly the one token that spend
+// took, and never lifts the balance above the burst.
+func TestBudgetRefund(t *testing.T) {
+	b := NewBudget(0.5, 2)
+	b.spend()
+	b.spend()
+	b.earn() // 0.5 tokens: a fraction must survive the refund
+	b.refund()
+	if got := b.Tokens(); got != 1.5 {
+		t.Errorf("Tokens() after a refund to 0.5 tokens = %v; want 1.5", got)
+	}
+	b.refund()
+	if got := b.Tokens(); got != 2 {
+		t.Errorf("Tokens() after a refund to 1.5 tokens of 2 = %v; want 2, the burst", got)
+	}
+	b.refund()
+	if got := b.Tokens(); got != 2 {
+		t.Errorf("Tokens() after a refund to the full Budget = %v; want 2, the burst", got)
+	}
+
+	top := NewBudget(1, math.MaxInt64/tokenScale) // within a token of math.MaxInt64
+	top.refund()
+	if got := top.balance.Load(); got != top.capacity {
+		t.Errorf("balance after a refund to the largest full Budget = %d; want %d, the capacity", got, top.capacity)
+	}
+}
+
+// TestBudgetRefundConcurrent: tokens taken and given back by many
+// goroutines at once all return; run it with -race.
+func TestBudgetRefundConcurrent(t *testing.T) {
+	const goroutines, each, burst = 8, 1000, 3
+	b := NewBudget(0, burst)
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if b.spend() {
+					b.refund()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := b.Tokens(); got != burst {
+		t.Errorf("Tokens() after every spend was refunded = %v; want %v, the burst", got, burst)
+	}
+}
