@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,9 @@ func TestNewBudgetRejectsBadArguments(t *testing.T) {
 		{math.NaN(), 10, "ratio is NaN"},
 		{math.Inf(1), 10, "ratio is +Inf"},
 		{0.1, -1, "burst is -1"},
+		{0.1, 0, "burst is 0"}, // a balance capped at 0 can never hold a token
+		{1, 0, "burst is 0"},
+		{0, 0, "burst is 0"},
 		{0.1, math.MaxInt, "burst is"},
 	}
 	for _, tt := range tests {
@@ -39,7 +43,7 @@ func TestNewBudgetRejectsBadArguments(t *testing.T) {
 	for _, ok := range []struct {
 		ratio float64
 		burst int
-	}{{0, 0}, {1, 0}, {0.1, 10}, {0.5, math.MaxInt64 / tokenScale}} {
+	}{{0, 1}, {1, 1}, {0.1, 10}, {0.5, math.MaxInt64 / tokenScale}} {
 		if err := (Policy{Budget: NewBudget(ok.ratio, ok.burst)}).Validate(); err != nil {
 			t.Errorf("NewBudget(%v, %d): Validate() = %v; want nil", ok.ratio, ok.burst, err)
 		}
@@ -83,11 +87,16 @@ func TestBudgetExhausted(t *testing.T) {
 	}
 }
 
-func TestZeroBudgetAllowsNoRetries(t *testing.T) {
+// TestZeroBudgetIsInvalid: a Budget not made by NewBudget has no capacity,
+// so it could never allow a retry; Validate says so instead.
+func TestZeroBudgetIsInvalid(t *testing.T) {
+	p := Policy{Budget: &Budget{}}
+	if err := p.Validate(); !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "NewBudget") {
+		t.Errorf("Validate() with a zero Budget = %v; want ErrInvalidPolicy saying to use NewBudget", err)
+	}
 	fn := &flaky{n: 100, err: errBoom}
-	err := Do(context.Background(), fn.call, newFakeTime().with(Policy{Budget: &Budget{}}))
-	if !errors.Is(err, ErrBudgetExhausted) || fn.calls != 1 {
-		t.Errorf("Do() with a zero Budget = %v after %d calls; want ErrBudgetExhausted after 1", err, fn.calls)
+	if err := Do(context.Background(), fn.call, newFakeTime().with(p)); !errors.Is(err, ErrInvalidPolicy) || fn.calls != 0 {
+		t.Errorf("Do() with a zero Budget = %v after %d calls; want ErrInvalidPolicy after 0", err, fn.calls)
 	}
 }
 
@@ -153,5 +162,155 @@ func TestBudgetConcurrent(t *testing.T) {
 	got, limit := retries.Load(), int64(ratio*goroutines*each)+burst
 	if got > limit || b.Tokens() >= 1 || b.Tokens() < 0 {
 		t.Errorf("retries, tokens left = %d, %v; want at most %d retries and under one token left", got, b.Tokens(), limit)
+	}
+}
+
+// TestBudgetLargestBurstDoesNotOverflow: at the largest burst, a deposit
+// into the full balance must stop at the burst, not wrap past
+// math.MaxInt64 into a negative balance that refuses every retry.
+func TestBudgetLargestBurstDoesNotOverflow(t *testing.T) {
+	const burst = math.MaxInt64 / tokenScale
+	b := NewBudget(1, burst)
+	b.earn()
+	if got := b.balance.Load(); got != b.capacity {
+		t.Fatalf("balance after a deposit into the full Budget = %d; want %d, the capacity", got, b.capacity)
+	}
+	fn := &flaky{n: 1, err: errBoom}
+	if err := Do(context.Background(), fn.call, newFakeTime().with(Policy{Budget: b})); err != nil || fn.calls != 2 {
+		t.Errorf("Do() = %v after %d calls; want nil after 2: the full Budget pays for the retry", err, fn.calls)
+	}
+	if got, want := b.balance.Load(), b.capacity-tokenScale; got != want {
+		t.Errorf("balance after one retry = %d; want %d, one token below the capacity", got, want)
+	}
+}
+
+// TestBudgetDepositRoundsDown: a ratio that is not a whole number of
+// millionths must be rounded down, or calls that always fail get more
+// retries than ratio × calls + burst.
+func TestBudgetDepositRoundsDown(t *testing.T) {
+	const calls, burst = 3_000_000, 1
+	for _, ratio := range []float64{5e-7, 1.5e-6} {
+		b := NewBudget(ratio, burst)
+		retries := 0
+		for range calls { // as Do does for a call that always fails, with MaxAttempts 3
+			b.earn()
+			for range 2 {
+				if !b.spend() {
+					break
+				}
+				retries++
+			}
+		}
+		if limit := ratio*calls + burst; float64(retries) > limit {
+			t.Errorf("NewBudget(%v, %d) over %d failing calls: retries = %d; want at most ratio × calls + burst = %v",
+				ratio, burst, calls, retries, limit)
+		}
+	}
+}
+
+// TestBudgetRefund: refund gives back exactly the one token that spend
+// took, and never lifts the balance above the burst.
+func TestBudgetRefund(t *testing.T) {
+	b := NewBudget(0.5, 2)
+	b.spend()
+	b.spend()
+	b.earn() // 0.5 tokens: a fraction must survive the refund
+	b.refund()
+	if got := b.Tokens(); got != 1.5 {
+		t.Errorf("Tokens() after a refund to 0.5 tokens = %v; want 1.5", got)
+	}
+	b.refund()
+	if got := b.Tokens(); got != 2 {
+		t.Errorf("Tokens() after a refund to 1.5 tokens of 2 = %v; want 2, the burst", got)
+	}
+	b.refund()
+	if got := b.Tokens(); got != 2 {
+		t.Errorf("Tokens() after a refund to the full Budget = %v; want 2, the burst", got)
+	}
+
+	top := NewBudget(1, math.MaxInt64/tokenScale) // within a token of math.MaxInt64
+	top.refund()
+	if got := top.balance.Load(); got != top.capacity {
+		t.Errorf("balance after a refund to the largest full Budget = %d; want %d, the capacity", got, top.capacity)
+	}
+}
+
+// TestBudgetRefundConcurrent: tokens taken and given back by many
+// goroutines at once all return; run it with -race.
+func TestBudgetRefundConcurrent(t *testing.T) {
+	const goroutines, each, burst = 8, 1000, 3
+	b := NewBudget(0, burst)
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if b.spend() {
+					b.refund()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := b.Tokens(); got != burst {
+		t.Errorf("Tokens() after every spend was refunded = %v; want %v, the burst", got, burst)
+	}
+}
+
+// meetBudget makes calls through Do, each failing once with probability
+// failRate and then succeeding, with b in the Policy. It returns how many
+// calls failed and how many of those met the Budget instead of retrying.
+func meetBudget(b *Budget, failRate float64, calls int, seed uint64) (failing, met int) {
+	r := rand.New(rand.NewPCG(seed, 10))
+	p := Policy{
+		Budget:  b,
+		Rand:    constRand(0.5),
+		Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return nil }),
+		Clock:   ClockFunc(func() time.Time { return time.Time{} }),
+	}
+	for range calls {
+		fn := &flaky{err: errBoom}
+		if r.Float64() < failRate {
+			fn.n, failing = 1, failing+1
+		}
+		if errors.Is(Do(context.Background(), fn.call, p), ErrBudgetExhausted) {
+			met++
+		}
+	}
+	return failing, met
+}
+
+// TestBudgetMetByCallsFailingOnce measures how many calls that fail once
+// meet the Budget instead of retrying, at failure rates at or below the
+// ratio; the Budget doc quotes the figures, which
+//
+//	go test -run TestBudgetMetByCallsFailingOnce -v .
+//
+// prints. A failure rate below the ratio is not enough: a burst of one
+// token is spent by one failure and refuses the next that comes within two
+// calls.
+func TestBudgetMetByCallsFailingOnce(t *testing.T) {
+	const calls, seed = 100_000, 1
+	tests := []struct {
+		ratio    float64
+		burst    int
+		failRate float64
+		lo, hi   float64 // bounds on the percentage of failing calls that met the Budget
+	}{
+		{0.1, 10, 0.05, 0, 0}, // the doc says none
+		{0.1, 10, 0.10, 2, 8},
+		{0.5, 1, 0.05, 3.5, 6.5}, // near 5/105: met when the call before retried
+		{0.5, 1, 0.10, 7.5, 10.5},
+	}
+	for _, tt := range tests {
+		failing, met := meetBudget(NewBudget(tt.ratio, tt.burst), tt.failRate, calls, seed)
+		pct := 100 * float64(met) / float64(failing)
+		t.Logf("NewBudget(%v, %d), %v%% of %d calls failing once: %d of %d failing calls met the Budget (%.2f%%)",
+			tt.ratio, tt.burst, 100*tt.failRate, calls, met, failing, pct)
+		if pct < tt.lo || pct > tt.hi {
+			t.Errorf("NewBudget(%v, %d), failure rate %v: %.2f%% of failing calls met the Budget; want it in [%v, %v]",
+				tt.ratio, tt.burst, tt.failRate, pct, tt.lo, tt.hi)
+		}
 	}
 }

@@ -124,8 +124,8 @@ func (p *Policy) validate() error {
 	case isNil(p.Sleeper):
 		return invalid("Sleeper is a nil SleeperFunc; want a function, or a nil Sleeper for the real timer")
 	}
-	if p.Budget != nil && p.Budget.err != nil {
-		return p.Budget.err
+	if err := p.Budget.validate(); err != nil {
+		return err
 	}
 	if base, max := p.delays(); max < base {
 		return invalid("MaxDelay %v is below BaseDelay %v", max, base)
