@@ -22,11 +22,12 @@ const tokenScale = 1_000_000
 // every failure multiplies the load on a service that is already down.
 //
 // Each Do call with the Budget in its Policy deposits ratio tokens, up to
-// a balance of burst. Each retry takes one token when Do decides to retry,
-// before its wait; the token is given back if that retry does not happen
-// (ctx ends during the wait, the Sleeper fails, or a deadline leaves no
-// time for it). When less than one token is left, Do gives up at once with
-// ErrBudgetExhausted. So retries number at most ratio × calls + burst,
+// a balance of burst. Each retry takes one token when Do has decided to
+// retry: after the attempt limit, the deadlines and any hint have allowed
+// the wait, before OnRetry and the wait. The token is given back if the
+// retry does not happen after all, because ctx ended during the wait or
+// the Sleeper failed. When less than one token is left, Do gives up at
+// once with ErrBudgetExhausted. So retries number at most ratio × calls + burst,
 // whatever the failure rate.
 //
 // A failure rate below ratio does not keep every call clear of the Budget:

@@ -314,3 +314,42 @@ func TestBudgetMetByCallsFailingOnce(t *testing.T) {
 		}
 	}
 }
+
+// Issue 10, point 4: the token of a retry that does not happen is given
+// back.
+func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
+	errSleep := errors.New("sleeper broke")
+	tests := []struct {
+		name    string
+		sleeper func(cancel context.CancelFunc) Sleeper
+		reason  Reason
+	}{
+		{"ctx cancelled during the wait", func(cancel context.CancelFunc) Sleeper {
+			return SleeperFunc(func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() })
+		}, ContextDone},
+		{"the Sleeper failed", func(context.CancelFunc) Sleeper {
+			return SleeperFunc(func(context.Context, time.Duration) error { return errSleep })
+		}, SleepFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBudget(0, 2)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			err := Do(ctx, failOnce, Policy{Budget: b, Sleeper: tt.sleeper(cancel)})
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != tt.reason {
+				t.Fatalf("Do() = %v; want %v", err, tt.reason)
+			}
+			if got := b.Tokens(); got != 2 {
+				t.Errorf("Tokens() after a retry that did not happen = %v; want 2, the token given back", got)
+			}
+		})
+	}
+	// a retry that happens keeps its token
+	b := NewBudget(0, 2)
+	Do(context.Background(), (&flaky{n: 1, err: errBoom}).call, newFakeTime().with(Policy{Budget: b}))
+	if got := b.Tokens(); got != 1 {
+		t.Errorf("Tokens() after one retry = %v; want 1", got)
+	}
+}

@@ -234,7 +234,11 @@ func (r *run) pause(ctx context.Context, attempt int, err error, wait time.Durat
 		r.p.OnRetry(attempt, err, wait)
 		wait -= max(r.p.now().Sub(before), 0)
 	}
-	return r.sleep(ctx, max(wait, 0))
+	stop := r.sleep(ctx, max(wait, 0))
+	if stop != nil && r.p.Budget != nil {
+		r.p.Budget.refund() // the retry that the token paid for will not happen
+	}
+	return stop
 }
 
 // sleep waits for d, and says why retrying must stop if ctx is done or the
