@@ -35,6 +35,10 @@ func TestNoAllocationOnTheHotPath(t *testing.T) {
 		{"Do 3 retries, no wait", func() { Do(ctx, failThrice, Policy{Jitter: zeroJitter}) }},
 		{"Do success with a Budget", func() { Do(ctx, succeed, Policy{Budget: budget}) }},
 		{"Do 3 retries, no wait, ctx deadline", func() { Do(ctxDeadline, failThrice, Policy{Jitter: zeroJitter}) }},
+		{"Do success with hooks", func() { Do(ctx, succeed, Policy{OnRetry: onRetryNop, OnDone: onDoneNop}) }},
+		{"Do 3 retries, no wait, with hooks", func() {
+			Do(ctx, failThrice, Policy{Jitter: zeroJitter, OnRetry: onRetryNop, OnDone: onDoneNop})
+		}},
 	}
 	for _, tt := range tests {
 		if got := testing.AllocsPerRun(100, tt.run); got != 0 {

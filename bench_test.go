@@ -14,6 +14,11 @@ var (
 
 func zeroJitter(int, time.Duration, time.Duration, time.Duration, float64) time.Duration { return 0 }
 
+// Hooks that capture nothing, as a shared Policy's hooks that update
+// package-level metrics do.
+func onRetryNop(context.Context, int, error, time.Duration) {}
+func onDoneNop(context.Context, int, time.Duration, error)  {}
+
 // BenchmarkDo measures the cost of Do around a fn that does nothing.
 // baseline is what a caller without retries pays: the call and one clock
 // read; compare the other sub-benchmarks with it within one run.
@@ -67,6 +72,25 @@ func BenchmarkDo(b *testing.B) {
 	b.Run("3-retries-no-wait", func(b *testing.B) {
 		b.ReportAllocs()
 		p := Policy{Jitter: zeroJitter}
+		calls = 0
+		for range b.N {
+			if err := Do(ctx, failThrice, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("success-hooks", func(b *testing.B) {
+		b.ReportAllocs()
+		p := Policy{OnRetry: onRetryNop, OnDone: onDoneNop}
+		for range b.N {
+			if err := Do(ctx, succeed, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("3-retries-no-wait-hooks", func(b *testing.B) {
+		b.ReportAllocs()
+		p := Policy{Jitter: zeroJitter, OnRetry: onRetryNop, OnDone: onDoneNop}
 		calls = 0
 		for range b.N {
 			if err := Do(ctx, failThrice, p); err != nil {

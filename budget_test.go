@@ -118,7 +118,7 @@ func TestBudgetBoundsRetries(t *testing.T) {
 			ft := newFakeTime()
 			retries, exhausted := 0, 0
 			p := ft.with(Policy{MaxAttempts: 3, Budget: b})
-			p.OnRetry = func(int, error, time.Duration) { retries++ }
+			p.OnRetry = func(context.Context, int, error, time.Duration) { retries++ }
 			for i := range calls {
 				fn := &flaky{n: 1, err: errBoom}
 				if tt.failEvery == 1 {
@@ -145,7 +145,7 @@ func TestBudgetConcurrent(t *testing.T) {
 	b := NewBudget(ratio, burst)
 	var retries atomic.Int64
 	p := Policy{MaxAttempts: 3, Budget: b, Jitter: zeroJitter}
-	p.OnRetry = func(int, error, time.Duration) { retries.Add(1) }
+	p.OnRetry = func(context.Context, int, error, time.Duration) { retries.Add(1) }
 	var wg sync.WaitGroup
 	for range goroutines {
 		wg.Add(1)

@@ -86,7 +86,7 @@ func Example_http() {
 	p := retry.Policy{
 		MaxDelay: 10 * time.Second,
 		Jitter:   retry.FullJitter,
-		OnRetry: func(attempt int, err error, wait time.Duration) {
+		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
 			fmt.Printf("attempt %d: %v; retrying in %v\n", attempt, err, wait)
 		},
 		Clock:   ft, // fake time keeps the example instant; real code leaves

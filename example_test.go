@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
 	"time"
 
 	"github.com/quietwire/retry"
@@ -146,34 +144,6 @@ func ExamplePolicy_fakeTime() {
 	// call at 00:00:03
 	// call at 00:00:07
 	// retry: gave up after 4 attempts in 7s (deadline reached): service unavailable
-}
-
-// OnRetry is the place to log, count or trace retries.
-func ExamplePolicy_onRetry() {
-	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey {
-				return slog.Attr{} // no timestamps, for a checked output
-			}
-			return a
-		},
-	}))
-	ft := &fakeTime{} // for a fixed elapsed time in the output
-	p := retry.Policy{
-		MaxAttempts: 3,
-		Jitter:      retry.NoJitter,
-		Clock:       ft,
-		Sleeper:     ft,
-		OnRetry: func(attempt int, err error, wait time.Duration) {
-			logger.Warn("retrying", "attempt", attempt, "err", err, "wait", wait)
-		},
-	}
-	err := retry.Do(context.Background(), func(ctx context.Context) error { return errUnavailable }, p)
-	logger.Error("giving up", "err", err)
-	// Output:
-	// level=WARN msg=retrying attempt=1 err="service unavailable" wait=100ms
-	// level=WARN msg=retrying attempt=2 err="service unavailable" wait=200ms
-	// level=ERROR msg="giving up" err="retry: gave up after 3 attempts in 300ms (max attempts reached): service unavailable"
 }
 
 // One Budget per downstream service, shared by every call to it: during

@@ -113,7 +113,7 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 	q.fillDefaults()
 	valid := p.MaxAttempts >= 0 && p.BaseDelay >= 0 && p.MaxDelay >= 0 && p.Deadline >= 0 && q.MaxDelay >= q.BaseDelay
 	var waitErr string
-	p.OnRetry = func(_ int, _ error, wait time.Duration) {
+	p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
 		now := ft.Now()
 		switch {
 		case wait < 0 || wait > q.MaxDelay:
@@ -125,6 +125,10 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 		case !ctxDeadline.IsZero() && !now.Add(wait).Before(ctxDeadline):
 			waitErr = "a wait that does not end before ctx's deadline"
 		}
+	}
+	var done []doneCall
+	p.OnDone = func(ctx context.Context, attempts int, elapsed time.Duration, err error) {
+		done = append(done, doneCall{ctx, attempts, elapsed, err})
 	}
 	calls := 0
 	var ctxErr string
@@ -151,10 +155,12 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 	var re *RetryExhausted
 	switch {
 	case !valid:
-		if !errors.Is(err, ErrInvalidPolicy) || calls != 0 {
-			t.Fatalf("Do(%+v) = %v after %d calls; want ErrInvalidPolicy after 0", p, err, calls)
+		if !errors.Is(err, ErrInvalidPolicy) || calls != 0 || len(done) != 0 {
+			t.Fatalf("Do(%+v) = %v after %d calls, %d OnDone calls; want ErrInvalidPolicy after 0, 0", p, err, calls, len(done))
 		}
 		return
+	case len(done) != 1 || done[0].attempts != calls || done[0].err != err || done[0].ctx != ctx:
+		t.Fatalf("Do(%+v, %+v) = %v after %d calls; OnDone calls %+v; want one, with the calls, Do's error and ctx", p, in, err, calls, done)
 	case waitErr != "":
 		t.Fatalf("Do(%+v, %+v) made %s", p, in, waitErr)
 	case ctxErr != "":

@@ -207,7 +207,7 @@ func TestTenThousandGoroutinesShareOnePolicy(t *testing.T) {
 	var mu sync.Mutex
 	hooks := 0
 	p := ft.with(Policy{MaxAttempts: 3, Jitter: FullJitter})
-	p.OnRetry = func(int, error, time.Duration) { mu.Lock(); hooks++; mu.Unlock() }
+	p.OnRetry = func(context.Context, int, error, time.Duration) { mu.Lock(); hooks++; mu.Unlock() }
 	var wg sync.WaitGroup
 	bad := make(chan error, goroutines)
 	for i := range goroutines {

@@ -23,7 +23,9 @@ const (
 // A Policy is a plain value with no hidden state: all that changes during a
 // call lives inside Do, so one Policy may be shared by any number of
 // concurrent calls, provided its functions and interfaces are safe for
-// concurrent use too. The zero Policy is valid: 5 attempts, waits starting
+// concurrent use too. Its hooks, OnRetry and OnDone, receive the ctx of
+// the call they report on, so a shared Policy can still log and trace
+// per request. The zero Policy is valid: 5 attempts, waits starting
 // at 100ms and capped at 30s with decorrelated jitter, no total deadline,
 // no timeout per attempt, and every error retried except those marked
 // with Permanent.
@@ -67,11 +69,24 @@ type Policy struct {
 	// retries whatever the predicate says.
 	IsRetryable func(error) bool
 
-	// OnRetry, if not nil, is called before each wait with the number of
-	// the attempt that failed (1 for the first call of fn), its error, and
-	// the wait that was chosen. The wait counts from the moment it was
-	// chosen, so time spent in OnRetry shortens the sleep that follows.
-	OnRetry func(attempt int, err error, wait time.Duration)
+	// OnRetry, if not nil, is called before each wait with the ctx that Do
+	// was given, the number of the attempt that failed (1 for the first
+	// call of fn), its error, and the wait that was chosen. The wait counts
+	// from the moment it was chosen, so time spent in OnRetry shortens the
+	// sleep that follows. It is the place for a DEBUG log line or a trace
+	// event per retry, with the request's logger and trace taken from ctx.
+	OnRetry func(ctx context.Context, attempt int, err error, wait time.Duration)
+
+	// OnDone, if not nil, is called exactly once by every Do or DoValue
+	// call whose arguments and Policy are valid, just before it returns,
+	// with the ctx that Do was given, the number of calls of fn (0 when
+	// ctx was done before the first), the time since Do was called
+	// measured on Clock (0 when fn was never called), and the error that
+	// Do returns (nil on success). It is the place to count outcomes and
+	// record histograms per call site. It is not called when a panic in
+	// fn, IsRetryable or OnRetry unwinds Do; a panic in OnDone reaches the
+	// caller. OnDone costs at most one clock read.
+	OnDone func(ctx context.Context, attempts int, elapsed time.Duration, err error)
 
 	// Clock tells the time for Deadline, for ctx's deadline and for
 	// RetryExhausted.Elapsed. nil means the real clock, whose readings are

@@ -40,8 +40,10 @@
 // an operation that may already have taken effect, such as a POST that
 // reached the server, only if it is idempotent.
 //
-// Policy.Clock and Policy.Sleeper replace the real clock and timer, so
-// code that retries can be tested on fake time. Do starts no goroutines.
+// Policy.OnRetry and Policy.OnDone observe each retry and each call, with
+// the ctx of the call they report on. Policy.Clock and Policy.Sleeper
+// replace the real clock and timer, so code that retries can be tested on
+// fake time. Do starts no goroutines.
 package retry
 
 import (
@@ -67,8 +69,8 @@ var (
 // invalid (one that wraps ErrInvalidPolicy), or if ctx is already done
 // (ctx's error, unchanged). Once fn has been called, a ctx that is done
 // ends the retries with a *RetryExhausted whose Reason is ContextDone,
-// whatever fn returned. A panic in fn, IsRetryable or OnRetry is not
-// recovered. Do is safe for concurrent use with one shared Policy.
+// whatever fn returned. A panic in fn, IsRetryable, OnRetry or OnDone is
+// not recovered. Do is safe for concurrent use with one shared Policy.
 //
 // Like any err != nil check, Do counts a typed nil pointer returned as an
 // error as a failure, and keeps it as RetryExhausted.Last.
@@ -82,36 +84,37 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	p.fillDefaults()
 	var t timer
 	defer t.stop()
-	r := run{p: &p, start: p.now(), prev: p.BaseDelay, timer: &t}
+	r := run{p: &p, prev: p.BaseDelay, timer: &t}
+	if err := ctx.Err(); err != nil {
+		return r.done(ctx, 0, err)
+	}
+	r.start = p.now()
 	if p.Budget != nil {
 		p.Budget.earn()
 	}
 	for attempt := 1; ; attempt++ {
 		err := r.call(ctx, fn)
 		if err == nil {
-			return nil
+			return r.done(ctx, attempt, nil)
 		}
 		if ctx.Err() != nil { // the caller is gone: whatever fn said, stop
-			return r.giveUp(stopped(ContextDone, ctxCause(ctx)), attempt, err)
+			return r.giveUp(ctx, stopped(ContextDone, ctxCause(ctx)), attempt, err)
 		}
 		if perm, ok := permanent(err); ok {
-			return perm
+			return r.done(ctx, attempt, perm)
 		}
 		if !p.retryable(err) {
-			return err
+			return r.done(ctx, attempt, err)
 		}
 		wait, stop := r.backoff(ctx, attempt, err)
 		if stop == nil {
 			stop = r.pause(ctx, attempt, err, wait)
 		}
 		if stop != nil {
-			return r.giveUp(stop, attempt, err)
+			return r.giveUp(ctx, stop, attempt, err)
 		}
 	}
 }
@@ -138,10 +141,12 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 
 // run is the state of one call of Do.
 type run struct {
-	p     *Policy // Do's copy, with defaults filled in
-	start time.Time
-	prev  time.Duration // the jitter's previous choice, BaseDelay before the first
-	timer *timer        // the default Sleeper
+	p       *Policy // Do's copy, with defaults filled in
+	start   time.Time
+	prev    time.Duration // the jitter's previous choice, BaseDelay before the first
+	timer   *timer        // the default Sleeper
+	elapsed time.Duration // from start to giving up, once measured
+	ended   bool          // whether elapsed was measured
 }
 
 // forever stands for the time left when there is no deadline.
@@ -231,7 +236,7 @@ func (r *run) timeLeft(ctx context.Context) (left, ctxLeft time.Duration) {
 func (r *run) pause(ctx context.Context, attempt int, err error, wait time.Duration) *RetryExhausted {
 	if r.p.OnRetry != nil {
 		before := r.p.now()
-		r.p.OnRetry(attempt, err, wait)
+		r.p.OnRetry(ctx, attempt, err, wait)
 		wait -= max(r.p.now().Sub(before), 0)
 	}
 	stop := r.sleep(ctx, max(wait, 0))
@@ -260,10 +265,23 @@ func (r *run) sleep(ctx context.Context, d time.Duration) *RetryExhausted {
 	return nil
 }
 
-// giveUp fills in stop with what the run did, and returns it.
-func (r *run) giveUp(stop *RetryExhausted, attempts int, last error) *RetryExhausted {
-	stop.Attempts, stop.Last, stop.Elapsed = attempts, last, r.since(r.p.now())
-	return stop
+// giveUp fills in stop with what the run did, and returns it through done.
+func (r *run) giveUp(ctx context.Context, stop *RetryExhausted, attempts int, last error) error {
+	r.elapsed, r.ended = r.since(r.p.now()), true
+	stop.Attempts, stop.Last, stop.Elapsed = attempts, last, r.elapsed
+	return r.done(ctx, attempts, stop)
+}
+
+// done calls OnDone, if set, with what the run did, and returns err.
+func (r *run) done(ctx context.Context, attempts int, err error) error {
+	if r.p.OnDone == nil {
+		return err
+	}
+	if !r.ended && attempts > 0 { // measure once: giveUp may have already
+		r.elapsed = r.since(r.p.now())
+	}
+	r.p.OnDone(ctx, attempts, r.elapsed, err)
+	return err
 }
 
 // timer is the default Sleeper of one run: one time.Timer, made at the

@@ -99,7 +99,7 @@ func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
 			ft := newFakeTime()
 			onRetry := 0
 			p := ft.with(tt.p)
-			p.OnRetry = func(int, error, time.Duration) { onRetry++ }
+			p.OnRetry = func(context.Context, int, error, time.Duration) { onRetry++ }
 			fn := &flaky{n: 10, err: tt.err}
 			err := Do(context.Background(), fn.call, p)
 			if err != tt.want {
@@ -251,7 +251,7 @@ func TestDeadline(t *testing.T) {
 			start := ft.Now()
 			deadline := 3 * time.Second
 			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Deadline: deadline, Rand: seqRand(uint64(seed))})
-			p.OnRetry = func(_ int, _ error, wait time.Duration) {
+			p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
 				if end := ft.Now().Add(wait); end.Sub(start) >= deadline {
 					t.Fatalf("seed %d: a wait of %v ends %v after the start; want before %v", seed, wait, end.Sub(start), deadline)
 				}
@@ -399,7 +399,9 @@ func TestOnRetry(t *testing.T) {
 	}
 	var got []call
 	p := ft.with(Policy{MaxAttempts: 4, Rand: seqRand(1)})
-	p.OnRetry = func(attempt int, err error, wait time.Duration) { got = append(got, call{attempt, err, wait}) }
+	p.OnRetry = func(_ context.Context, attempt int, err error, wait time.Duration) {
+		got = append(got, call{attempt, err, wait})
+	}
 	errs := []error{errors.New("e1"), errors.New("e2"), errors.New("e3"), errors.New("e4")}
 	i := 0
 	Do(context.Background(), func(context.Context) error { i++; return errs[i-1] }, p)
@@ -503,7 +505,7 @@ func TestPanicsReachTheCaller(t *testing.T) {
 	}{
 		{"fn", Policy{}, func(context.Context) error { panic(&token{"fn"}) }},
 		{"IsRetryable", Policy{IsRetryable: func(error) bool { panic(&token{"IsRetryable"}) }}, failOnce},
-		{"OnRetry", Policy{OnRetry: func(int, error, time.Duration) { panic(&token{"OnRetry"}) }}, failOnce},
+		{"OnRetry", Policy{OnRetry: func(context.Context, int, error, time.Duration) { panic(&token{"OnRetry"}) }}, failOnce},
 	}
 	for _, tt := range tests {
 		t.Run(tt.where, func(t *testing.T) {
@@ -552,7 +554,7 @@ func TestConcurrentCallsShareOnePolicy(t *testing.T) {
 func TestRealTimer(t *testing.T) {
 	var sum time.Duration
 	p := Policy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, Jitter: NoJitter}
-	p.OnRetry = func(_ int, _ error, wait time.Duration) { sum += wait }
+	p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) { sum += wait }
 	start := time.Now()
 	fn := &flaky{n: 3, err: errBoom}
 	if err := Do(context.Background(), fn.call, p); err != nil || fn.calls != 4 {
@@ -567,7 +569,7 @@ func TestDoStartsNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var during []int
 	p := Policy{MaxAttempts: 3, BaseDelay: time.Microsecond, MaxDelay: time.Microsecond} // the real timer
-	p.OnRetry = func(int, error, time.Duration) { during = append(during, runtime.NumGoroutine()) }
+	p.OnRetry = func(context.Context, int, error, time.Duration) { during = append(during, runtime.NumGoroutine()) }
 	Do(context.Background(), func(context.Context) error {
 		during = append(during, runtime.NumGoroutine())
 		return errBoom
@@ -631,10 +633,12 @@ func TestClockReads(t *testing.T) {
 	}{
 		{"success", 0, Policy{}, 1},
 		{"3 retries, then success", 3, Policy{}, 1},
-		{"exhausted", 10, Policy{MaxAttempts: 3}, 2},                                          // start, Elapsed
-		{"3 retries with a Deadline", 3, Policy{Deadline: time.Hour}, 8},                      // start, one per call, one per failure
-		{"exhausted with a Deadline", 10, Policy{MaxAttempts: 3, Deadline: time.Hour}, 7},     // start, 3 calls, failures 1 and 2, Elapsed
-		{"3 retries with OnRetry", 3, Policy{OnRetry: func(int, error, time.Duration) {}}, 7}, // start, two around each OnRetry
+		{"exhausted", 10, Policy{MaxAttempts: 3}, 2},                                                                          // start, Elapsed
+		{"3 retries with a Deadline", 3, Policy{Deadline: time.Hour}, 8},                                                      // start, one per call, one per failure
+		{"exhausted with a Deadline", 10, Policy{MaxAttempts: 3, Deadline: time.Hour}, 7},                                     // start, 3 calls, failures 1 and 2, Elapsed
+		{"3 retries with OnRetry", 3, Policy{OnRetry: func(context.Context, int, error, time.Duration) {}}, 7},                // start, two around each OnRetry
+		{"success with OnDone", 0, Policy{OnDone: func(context.Context, int, time.Duration, error) {}}, 2},                    // start, elapsed
+		{"exhausted with OnDone", 10, Policy{MaxAttempts: 3, OnDone: func(context.Context, int, time.Duration, error) {}}, 2}, // start, Elapsed shared with OnDone
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -735,7 +739,7 @@ func TestSlowOnRetryCountsAgainstTheWait(t *testing.T) {
 			p := tt.p
 			p.BaseDelay, p.MaxDelay, p.Jitter = time.Second, time.Minute, NoJitter
 			p = ft.with(p)
-			p.OnRetry = func(int, error, time.Duration) { ft.advance(800 * time.Millisecond) }
+			p.OnRetry = func(context.Context, int, error, time.Duration) { ft.advance(800 * time.Millisecond) }
 			var at []time.Duration
 			err := Do(ctx, func(context.Context) error { at = append(at, ft.Now().Sub(start)); return errBoom }, p)
 			// the 1s wait chosen at 0s ends at 1s: OnRetry takes 800ms of it
@@ -827,7 +831,7 @@ func TestHTTPClientTimeoutIsRetried(t *testing.T) {
 	client := &http.Client{Timeout: 200 * time.Millisecond}
 	var errs []error
 	p := Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
-	p.OnRetry = func(_ int, err error, _ time.Duration) { errs = append(errs, err) }
+	p.OnRetry = func(_ context.Context, _ int, err error, _ time.Duration) { errs = append(errs, err) }
 	body, err := DoValue(context.Background(), func(ctx context.Context) (string, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		if err != nil {
@@ -846,5 +850,157 @@ func TestHTTPClientTimeoutIsRetried(t *testing.T) {
 	}
 	if len(errs) != 1 || !errors.Is(errs[0], context.DeadlineExceeded) {
 		t.Errorf("retried errors = %v; want the client's timeout", errs)
+	}
+}
+
+// doneCall is one call of OnDone.
+type doneCall struct {
+	ctx      context.Context
+	attempts int
+	elapsed  time.Duration
+	err      error
+}
+
+// Issue 9: OnDone runs exactly once on every way out of a valid call, with
+// the calls of fn, the elapsed time on Clock and the error Do returns.
+func TestOnDone(t *testing.T) {
+	errSleep := errors.New("sleeper broke")
+	notFound := &customErr{"not found"}
+	tests := []struct {
+		name         string
+		fn           *flaky
+		p            Policy
+		ctxTimeout   time.Duration
+		cancelBefore bool
+		attempts     int
+		elapsed      time.Duration
+		reason       Reason // 0: the error is not a *RetryExhausted
+		want         error  // for reason 0: the error Do returns
+	}{
+		{"success at once", &flaky{}, Policy{}, 0, false, 1, 0, 0, nil},
+		{"success after retries", &flaky{n: 2, err: errBoom}, Policy{Jitter: NoJitter}, 0, false, 3, 300 * time.Millisecond, 0, nil},
+		{"non-retryable", &flaky{n: 9, err: notFound}, Policy{IsRetryable: func(error) bool { return false }}, 0, false, 1, 0, 0, notFound},
+		{"Permanent", &flaky{n: 9, err: Permanent(notFound)}, Policy{}, 0, false, 1, 0, 0, notFound},
+		{"ctx done before the first call", &flaky{}, Policy{}, 0, true, 0, 0, 0, context.Canceled},
+		{"MaxAttemptsReached", &flaky{n: 9, err: errBoom}, Policy{MaxAttempts: 2, Jitter: NoJitter}, 0, false, 2, 100 * time.Millisecond, MaxAttemptsReached, nil},
+		{"DeadlineReached", &flaky{n: 9, err: errBoom}, Policy{Deadline: 250 * time.Millisecond, Jitter: NoJitter}, 0, false, 2, 100 * time.Millisecond, DeadlineReached, nil},
+		{"ContextDone", &flaky{n: 9, err: errBoom}, Policy{Jitter: NoJitter}, 250 * time.Millisecond, false, 2, 100 * time.Millisecond, ContextDone, nil},
+		{"HintTooLong", &flaky{n: 9, err: hintErr(time.Hour)}, Policy{}, 0, false, 1, 0, HintTooLong, nil},
+		{"SleepFailed", &flaky{n: 9, err: errBoom}, Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}, 0, false, 1, 0, SleepFailed, nil},
+		{"BudgetExhausted", &flaky{n: 9, err: errBoom}, Policy{Budget: NewBudget(0, 1), Jitter: NoJitter}, 0, false, 2, 100 * time.Millisecond, BudgetExhausted, nil},
+	}
+	type key struct{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			ctx := context.WithValue(ft.deadlineCtx(t, tt.ctxTimeout), key{}, tt.name)
+			if tt.cancelBefore {
+				cctx, cancel := context.WithCancel(ctx)
+				cancel()
+				ctx = cctx
+			}
+			var got []doneCall
+			p := ft.with(tt.p)
+			if tt.p.Sleeper != nil {
+				p.Sleeper = tt.p.Sleeper
+			}
+			p.OnDone = func(ctx context.Context, attempts int, elapsed time.Duration, err error) {
+				got = append(got, doneCall{ctx, attempts, elapsed, err})
+			}
+			err := Do(ctx, tt.fn.call, p)
+			if len(got) != 1 {
+				t.Fatalf("OnDone calls = %d; want 1", len(got))
+			}
+			d := got[0]
+			if d.ctx.Value(key{}) != tt.name || d.attempts != tt.attempts || d.attempts != tt.fn.calls || d.elapsed != tt.elapsed || d.err != err {
+				t.Errorf("OnDone(%v, %d, %v, %v) after %d calls and Do() = %v; want Do's ctx, %d, %v, Do's error",
+					d.ctx.Value(key{}), d.attempts, d.elapsed, d.err, tt.fn.calls, err, tt.attempts, tt.elapsed)
+			}
+			var re *RetryExhausted
+			switch {
+			case tt.reason == 0 && err != tt.want:
+				t.Errorf("Do() = %v; want %v", err, tt.want)
+			case tt.reason != 0 && (!errors.As(err, &re) || re.Reason != tt.reason || re.Elapsed != d.elapsed || re.Attempts != d.attempts):
+				t.Errorf("Do() = %v; want %v, with OnDone's attempts and elapsed", err, tt.reason)
+			}
+		})
+	}
+}
+
+func TestOnDoneNotCalled(t *testing.T) {
+	type token struct{}
+	calls := 0
+	onDone := func(context.Context, int, time.Duration, error) { calls++ }
+	tests := []struct {
+		name string
+		p    Policy
+		fn   func(context.Context) error
+	}{
+		{"invalid Policy", Policy{MaxAttempts: -1}, failOnce},
+		{"panic in fn", Policy{}, func(context.Context) error { panic(token{}) }},
+		{"panic in IsRetryable", Policy{IsRetryable: func(error) bool { panic(token{}) }}, failOnce},
+		{"panic in OnRetry", Policy{OnRetry: func(context.Context, int, error, time.Duration) { panic(token{}) }}, failOnce},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls = 0
+			p := newFakeTime().with(tt.p)
+			p.OnDone = onDone
+			func() {
+				defer func() { recover() }()
+				Do(context.Background(), tt.fn, p)
+			}()
+			if calls != 0 {
+				t.Errorf("OnDone calls = %d; want 0", calls)
+			}
+		})
+	}
+	t.Run("nil fn to DoValue", func(t *testing.T) {
+		calls = 0
+		DoValue[int](context.Background(), nil, Policy{OnDone: onDone})
+		if calls != 0 {
+			t.Errorf("OnDone calls = %d; want 0", calls)
+		}
+	})
+}
+
+func TestOnDonePanicReachesTheCaller(t *testing.T) {
+	type token struct{}
+	defer func() {
+		if _, ok := recover().(token); !ok {
+			t.Errorf("recover() did not return the token panicked in OnDone")
+		}
+	}()
+	Do(context.Background(), failOnce, Policy{MaxAttempts: 1, OnDone: func(context.Context, int, time.Duration, error) { panic(token{}) }})
+	t.Errorf("Do() returned; want the panic from OnDone")
+}
+
+func TestDoValueOnDone(t *testing.T) {
+	var got []doneCall
+	p := newFakeTime().with(Policy{})
+	p.OnDone = func(ctx context.Context, attempts int, elapsed time.Duration, err error) {
+		got = append(got, doneCall{ctx, attempts, elapsed, err})
+	}
+	calls := 0
+	v, err := DoValue(context.Background(), func(context.Context) (int, error) {
+		if calls++; calls < 2 {
+			return 0, errBoom
+		}
+		return 7, nil
+	}, p)
+	if v != 7 || err != nil || len(got) != 1 || got[0].attempts != 2 || got[0].err != nil {
+		t.Errorf("DoValue() = %v, %v with OnDone calls %+v; want 7, nil, one call with 2 attempts", v, err, got)
+	}
+}
+
+func TestOnRetryGetsDosCtx(t *testing.T) {
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "request 42")
+	var seen []any
+	p := newFakeTime().with(Policy{MaxAttempts: 3})
+	p.OnRetry = func(ctx context.Context, _ int, _ error, _ time.Duration) { seen = append(seen, ctx.Value(key{})) }
+	Do(ctx, failOnce, p)
+	if want := []any{"request 42", "request 42"}; !slices.Equal(seen, want) {
+		t.Errorf("OnRetry ctx values = %v; want %v", seen, want)
 	}
 }

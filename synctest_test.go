@@ -24,7 +24,7 @@ func TestDefaultSleeperWaitsTheChosenDuration(t *testing.T) {
 		var want, got []time.Duration
 		last := time.Now()
 		p := Policy{MaxAttempts: 6, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Rand: seqRand(3)}
-		p.OnRetry = func(_ int, _ error, wait time.Duration) { want = append(want, wait) }
+		p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) { want = append(want, wait) }
 		Do(context.Background(), func(context.Context) error {
 			now := time.Now()
 			got = append(got, now.Sub(last))
