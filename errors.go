@@ -2,6 +2,7 @@ package retry
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -21,7 +22,9 @@ type RetryExhausted struct {
 }
 
 // Error returns one line that starts with "retry: " and names the
-// attempts, the elapsed time, the reason and the last error.
+// attempts, the elapsed time, the reason (with Cause, if any) and the last
+// error. Line breaks in those errors' messages, such as errors.Join puts
+// between errors, become "; ", so that a log line stays one line.
 func (e *RetryExhausted) Error() string {
 	why := e.Reason.String()
 	if e.Cause != nil && e.Reason != BudgetExhausted { // ErrBudgetExhausted says no more
@@ -35,7 +38,7 @@ func (e *RetryExhausted) Error() string {
 	if e.Last != nil {
 		s += ": " + e.Last.Error()
 	}
-	return s
+	return strings.ReplaceAll(s, "\n", "; ")
 }
 
 // Unwrap returns Last and Cause, leaving out the nil ones.

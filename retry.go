@@ -73,7 +73,10 @@ var (
 // not recovered. Do is safe for concurrent use with one shared Policy.
 //
 // Like any err != nil check, Do counts a typed nil pointer returned as an
-// error as a failure, and keeps it as RetryExhausted.Last.
+// error as a failure, and keeps it as RetryExhausted.Last. Do calls the
+// RetryAfter and Unwrap methods of the errors in fn's error chain, so a
+// method that dereferences a nil receiver panics inside Do, as it would
+// inside errors.Is.
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	switch {
 	case ctx == nil:
