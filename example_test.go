@@ -43,21 +43,92 @@ func ExampleDoValue() {
 	// Output: 42 <nil>
 }
 
+// ErrAuth is the error of a client whose credentials are refused.
+var ErrAuth = errors.New("authentication failed")
+
+// pinger is a client whose Ping fails with the errors it holds, in turn.
+type pinger struct{ errs []error }
+
+func (c *pinger) Ping(ctx context.Context) error {
+	if len(c.errs) == 0 {
+		return nil
+	}
+	err := c.errs[0]
+	c.errs = c.errs[1:]
+	return err
+}
+
+// The README's first example: an error that no retry can fix comes back
+// after one call, as Ping returned it.
+func Example() {
+	ctx := context.Background()
+	client := &pinger{errs: []error{ErrAuth}}
+
+	err := retry.Do(ctx, func(ctx context.Context) error {
+		return client.Ping(ctx)
+	}, retry.Policy{
+		MaxAttempts:    4,                // calls in all, the first included
+		AttemptTimeout: 2 * time.Second,  // each call of fn; a timed-out call is retried
+		Deadline:       10 * time.Second, // the whole call, attempts and waits included
+		IsRetryable:    func(err error) bool { return !errors.Is(err, ErrAuth) },
+	})
+	// err is nil, ErrAuth as Ping returned it, or a *retry.RetryExhausted.
+
+	fmt.Println(err == ErrAuth)
+	// Output: true
+}
+
+// Errors a service usually does not retry, because the same request will
+// fail the same way.
+var (
+	ErrInvalid         = errors.New("invalid argument")
+	ErrUnauthenticated = errors.New("unauthenticated")
+	ErrForbidden       = errors.New("permission denied")
+	ErrNotFound        = errors.New("not found")
+	ErrConflict        = errors.New("unique constraint violated")
+)
+
+// isRetryable retries everything but the errors a retry cannot fix.
+func isRetryable(err error) bool {
+	for _, permanent := range []error{ErrInvalid, ErrUnauthenticated, ErrForbidden, ErrNotFound, ErrConflict} {
+		if errors.Is(err, permanent) {
+			return false
+		}
+	}
+	return true
+}
+
 // A predicate makes errors that another attempt cannot fix fail fast:
 // Do returns them unchanged after one call.
 func ExamplePolicy_isRetryable() {
-	errNotFound := errors.New("not found")
-	p := retry.Policy{
-		IsRetryable: func(err error) bool { return !errors.Is(err, errNotFound) },
-		Sleeper:     noWait,
+	p := retry.Policy{IsRetryable: isRetryable, Sleeper: noWait}
+	for _, errs := range [][]error{
+		{errUnavailable, errUnavailable},             // retried: succeeds on the third call
+		{fmt.Errorf("insert user: %w", ErrConflict)}, // fails fast
+	} {
+		client := &pinger{errs: errs}
+		calls := 0
+		err := retry.Do(context.Background(), func(ctx context.Context) error {
+			calls++
+			return client.Ping(ctx)
+		}, p)
+		fmt.Println(calls, err)
 	}
+	// Output:
+	// 3 <nil>
+	// 1 insert user: unique constraint violated
+}
+
+// Where fn knows that an error is final, it says so with Permanent: Do
+// returns at once, with the error inside the mark.
+func ExamplePermanent() {
 	calls := 0
 	err := retry.Do(context.Background(), func(ctx context.Context) error {
 		calls++
-		return errNotFound
-	}, p)
-	fmt.Println(calls, err == errNotFound)
-	// Output: 1 true
+		return retry.Permanent(fmt.Errorf("get user 7: %w", ErrNotFound))
+	}, retry.Policy{Sleeper: noWait})
+	fmt.Println(calls, err, errors.Is(err, ErrNotFound))
+	// Output: 1 get user 7: not found true
 }
 
 func ExampleRetryExhausted() {
