@@ -12,8 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,17 +24,19 @@ import (
 // retryDo calls fn at most attempts times, the first call included, and
 // waits between calls with decorrelated jitter capped at maxWait. It gives
 // up rather than start a wait that would end at or after deadline, counted
-// from the first call. In production now is time.Now and sleep is sleepCtx.
-func retryDo(ctx context.Context, fn func() error, attempts int, base, maxWait, deadline time.Duration,
-	retryable func(error) bool, now func() time.Time, sleep func(context.Context, time.Duration) error) error {
-	start, err := now(), fn() // Go calls now() first: left to right
+// from the first call. In production now is time.Now, sleep is sleepCtx
+// and random is rand.Float64; tests pass fakes.
+func retryDo(ctx context.Context, fn func(context.Context) error, retryable func(error) bool,
+	attempts int, base, maxWait, deadline time.Duration,
+	now func() time.Time, sleep func(context.Context, time.Duration) error, random func() float64) error {
+	start, err := now(), fn(ctx) // Go calls now() first: left to right
 	// n counts the calls made; wait is the previous wait, base before the first.
 	for n, wait := 1, base; err != nil && retryable(err); n++ {
-		wait = min(maxWait, base+time.Duration(rand.Float64()*float64(3*max(wait, base)-base)))
+		wait = min(maxWait, base+time.Duration(random()*float64(3*max(wait, base)-base)))
 		if n >= attempts || now().Sub(start)+wait >= deadline || sleep(ctx, wait) != nil {
 			return &retryError{Attempts: n, Elapsed: now().Sub(start), Last: err}
 		}
-		err = fn()
+		err = fn(ctx)
 	}
 	return err // nil, or an error that retrying cannot fix, as fn returned it
 }
@@ -46,9 +48,7 @@ type retryError struct {
 	Last     error         // the last error fn returned
 }
 
-func (e *retryError) Error() string {
-	return fmt.Sprintf("retry: %d attempts in %v: %v", e.Attempts, e.Elapsed, e.Last)
-}
+func (e *retryError) Error() string { return fmt.Sprintf("retry: %d attempts: %v", e.Attempts, e.Last) }
 
 func (e *retryError) Unwrap() error { return e.Last }
 
@@ -238,7 +238,7 @@ func TestBlankRetryDo(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := &blankClock{now: time.Unix(0, 0)}
 			calls := 0
-			fn := func() error {
+			fn := func(context.Context) error {
 				calls++
 				clock.now = clock.now.Add(tt.call)
 				if calls <= len(tt.errs) {
@@ -246,8 +246,8 @@ func TestBlankRetryDo(t *testing.T) {
 				}
 				return nil
 			}
-			err := retryDo(context.Background(), fn, tt.attempts, tt.base, tt.maxWait, tt.deadline,
-				blankRetryable, clock.Now, clock.Sleep)
+			err := retryDo(context.Background(), fn, blankRetryable, tt.attempts, tt.base, tt.maxWait, tt.deadline,
+				clock.Now, clock.Sleep, seqRand(1))
 
 			if calls != tt.wantCalls {
 				t.Errorf("retryDo() calls = %d; want %d", calls, tt.wantCalls)
@@ -283,7 +283,7 @@ func TestBlankRetryDo(t *testing.T) {
 			if re.Elapsed != tt.wantElapsed {
 				t.Errorf("retryDo() Elapsed = %v; want %v", re.Elapsed, tt.wantElapsed)
 			}
-			if want := fmt.Sprintf("retry: %d attempts in %v: %v", tt.wantCalls, tt.wantElapsed, last); err.Error() != want {
+			if want := fmt.Sprintf("retry: %d attempts: %v", tt.wantCalls, last); err.Error() != want {
 				t.Errorf("retryDo() = %q; want %q", err, want)
 			}
 		})
@@ -294,12 +294,12 @@ func TestBlankRetryDoStopsWhenCtxIsDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	clock := &blankClock{now: time.Unix(0, 0)}
 	calls := 0
-	fn := func() error {
+	fn := func(context.Context) error {
 		calls++
 		cancel() // the caller gives up during the first call
 		return errors.New("connection refused")
 	}
-	err := retryDo(ctx, fn, 5, time.Second, time.Second, time.Minute, blankRetryable, clock.Now, clock.Sleep)
+	err := retryDo(ctx, fn, blankRetryable, 5, time.Second, time.Second, time.Minute, clock.Now, clock.Sleep, seqRand(1))
 	var re *retryError
 	if !errors.As(err, &re) || re.Attempts != 1 {
 		t.Errorf("retryDo() = %v; want a *retryError after 1 attempt", err)
@@ -324,5 +324,28 @@ func TestBlankSleepCtx(t *testing.T) {
 	}
 	if err := sleepCtx(context.Background(), time.Microsecond); err != nil {
 		t.Errorf("sleepCtx(ctx, 1µs) = %v; want nil", err)
+	}
+}
+
+// TestBlankJitter pins the decorrelated-jitter formula, min(cap, base +
+// u·(3·max(prev, base) − base)), at chosen values of u.
+func TestBlankJitter(t *testing.T) {
+	const base, maxWait = 10 * time.Millisecond, 100 * time.Millisecond
+	tests := []struct {
+		u    float64
+		want []time.Duration
+	}{
+		{0, []time.Duration{base, base, base, base}},
+		{0.5, []time.Duration{20 * time.Millisecond, 35 * time.Millisecond, 57500 * time.Microsecond, 91250 * time.Microsecond}},
+		{1, []time.Duration{30 * time.Millisecond, 90 * time.Millisecond, maxWait, maxWait}},
+	}
+	for _, tt := range tests {
+		clock := &blankClock{now: time.Unix(0, 0)}
+		fail := func(context.Context) error { return errors.New("connection refused") }
+		retryDo(context.Background(), fail, blankRetryable, 5, base, maxWait, time.Hour,
+			clock.Now, clock.Sleep, func() float64 { return tt.u })
+		if !slices.Equal(clock.waits, tt.want) {
+			t.Errorf("retryDo() waits at u = %v: %v; want %v", tt.u, clock.waits, tt.want)
+		}
 	}
 }
