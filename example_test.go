@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/quietwire/retry"
@@ -236,4 +240,55 @@ func ExampleNewBudget() {
 	// call 2: retry budget exhausted, attempts: 1
 	// call 3: retry budget exhausted, attempts: 1
 	// true
+}
+
+// TestREADMEGoBlocks checks that every Go block in README.md is code that
+// compiles: its text stands in a _test.go file of this package, as it is
+// or indented one tab (the body of a function). The one exception is a
+// block marked "not compiled", the gRPC recipe, since the module does not
+// import gRPC.
+func TestREADMEGoBlocks(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src strings.Builder
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Write(b)
+	}
+	const open, marker = "\n```go\n", "<!-- not compiled: needs google.golang.org/grpc -->"
+	blocks, skipped := 0, 0
+	for rest := string(readme); ; {
+		before, after, ok := strings.Cut(rest, open)
+		if !ok {
+			break
+		}
+		block, next, ok := strings.Cut(after, "```\n")
+		if !ok {
+			t.Fatalf("README.md: a Go block is not closed")
+		}
+		rest = next
+		if strings.HasSuffix(before, marker) {
+			skipped++
+			continue
+		}
+		blocks++
+		indented := "\t" + strings.ReplaceAll(strings.TrimSuffix(block, "\n"), "\n", "\n\t") + "\n"
+		indented = strings.ReplaceAll(indented, "\t\n", "\n") // blank lines stay blank
+		if !strings.Contains(src.String(), block) && !strings.Contains(src.String(), indented) {
+			first, _, _ := strings.Cut(block, "\n")
+			t.Errorf("README.md's Go block %d, starting %q, is in no _test.go file", blocks, first)
+		}
+	}
+	if blocks < 5 || skipped != 1 {
+		t.Errorf("README.md has %d checked Go blocks and %d marked not compiled; want at least 5, and 1", blocks, skipped)
+	}
 }
