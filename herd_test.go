@@ -3,6 +3,7 @@ package retry
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -52,6 +53,7 @@ func TestHerd(t *testing.T) {
 	t.Run("Recovery", testRecovery)
 	t.Run("Amplification", testAmplification)
 	t.Run("SharedDeadline", testSharedDeadline)
+	t.Run("Policies", testPolicies)
 }
 
 func printf(format string, args ...any) {
@@ -346,6 +348,7 @@ func testAmplification(t *testing.T) {
 const (
 	readArrives = iota
 	writeArrives
+	wakes // a client's Sleep ends
 )
 
 type event struct {
@@ -377,4 +380,161 @@ func (q *events) Pop() any {
 	e := q.items[len(q.items)-1]
 	q.items = q.items[:len(q.items)-1]
 	return e
+}
+
+// ---- Policies: the real Do, 1,000 clients, one server, virtual time ----
+
+// requestPath is the Policy that README.md recommends for a call made while
+// a caller waits: few attempts, an answer within 2s, and a first retry
+// 200ms to 600ms after the failure.
+var requestPath = Policy{MaxAttempts: 4, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second, Deadline: 2 * time.Second}
+
+// background returns the Policy that README.md recommends for work that
+// no caller waits for, sized for an outage: waits from 1s up to maxDelay,
+// and enough attempts that the Deadline, not their number, ends the retries.
+func background(maxDelay, deadline time.Duration) Policy {
+	return Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: maxDelay, Deadline: deadline}
+}
+
+func testPolicies(t *testing.T) {
+	const ms, s = time.Millisecond, time.Second
+	printf("\nPolicies: 1,000 clients in Do fail together at t=0; the server rejects all until the outage ends, then serves 20 a tick (1 tick = 1ms)\n")
+	printf("%-7s %-29s %7s %16s %13s %10s\n", "outage", "policy", "served", "attempts/client", "busiest tick", "last done")
+	withBudget := background(5*s, 15*s)
+	withBudget.Budget = NewBudget(0.1, 10) // one Budget for the whole fleet
+	results := map[string]fleetResult{}    // by outage and policy
+	for _, tt := range []struct {
+		outage         time.Duration
+		name           string
+		p              Policy
+		minPct, maxPct float64 // bounds on the share of clients served
+		herd           bool    // whether the busiest tick after tick 0 is over capacity
+	}{
+		{500 * ms, "zero Policy", Policy{}, 99, 100, false},
+		{500 * ms, "request path", requestPath, 99, 100, false},
+		{500 * ms, "background(3s, 5s)", background(3*s, 5*s), 99, 100, false},
+		{5 * s, "zero Policy", Policy{}, 1, 10, false},
+		{5 * s, "request path", requestPath, 0, 0, false},
+		{5 * s, "background(5s, 15s)", background(5*s, 15*s), 99, 100, false},
+		{30 * s, "zero Policy", Policy{}, 0, 0, false},
+		{30 * s, "request path", requestPath, 0, 0, false},
+		{30 * s, "background(10s, 1m)", background(10*s, time.Minute), 99, 100, false},
+		{5 * s, "background(2s, 15s)", background(2*s, 15*s), 90, 99, true}, // MaxDelay under 3×BaseDelay
+		{5 * s, "background(5s, 15s), Budget", withBudget, 0, 0, false},
+	} {
+		res := runFleet(tt.p, tt.outage, 1)
+		pct := float64(100*res.served) / float64(fleetSize)
+		last := slices.Max(res.done)
+		printf("%-7v %-29s %6.1f%% %16.2f %13d %10v\n", tt.outage, tt.name, pct, float64(res.attempts)/float64(fleetSize), res.busiest, last.Round(ms))
+		if pct < tt.minPct || pct > tt.maxPct || (res.busiest > fleetCapacity) != tt.herd {
+			t.Errorf("%v outage, %s: served %.1f%%, busiest tick %d; want served in [%v%%, %v%%], and busiest over capacity (%d): %v",
+				tt.outage, tt.name, pct, res.busiest, tt.minPct, tt.maxPct, fleetCapacity, tt.herd)
+		}
+		results[fmt.Sprint(tt.outage, " ", tt.name)] = res
+	}
+	// The same seed, the same run: one goroutine at a time, woken in a fixed order.
+	if a, b := runFleet(Policy{}, 5*s, 1), runFleet(Policy{}, 5*s, 1); !slices.Equal(a.done, b.done) || a.attempts != b.attempts {
+		t.Errorf("zero Policy, 5s outage, seed 1, run twice: %d attempts, then %d; want the same run", a.attempts, b.attempts)
+	}
+
+	zero := results["30s zero Policy"] // every client fails: done is when its last attempt failed
+	slices.Sort(zero.done)
+	printf("zero Policy: the last of its 5 attempts comes %v after the first for the median client, %v to %v for 80%% of them\n",
+		zero.done[fleetSize/2].Round(ms), zero.done[fleetSize/10].Round(ms), zero.done[fleetSize*9/10].Round(ms))
+
+	budgetRun := results["5s background(5s, 15s), Budget"]
+	retries := budgetRun.attempts - fleetSize
+	printf("Budget NewBudget(0.1, 10), shared by the fleet: %d retries allowed, all paid for at t=0, %.1f tokens left after it; %d of %d calls ended by the Budget\n",
+		retries, budgetRun.tokens, budgetRun.refused, fleetSize)
+	if retries > 10+fleetSize/10 || budgetRun.tokens >= 1 || budgetRun.refused != fleetSize {
+		t.Errorf("shared Budget: %d retries, %.1f tokens after t=0, %d calls refused; want at most 110 retries (burst 10 + 0.1 × 1,000 calls), under 1 token, all %d refused",
+			retries, budgetRun.tokens, budgetRun.refused, fleetSize)
+	}
+}
+
+// The fleet of runFleet: the clients that fail together, and the attempts
+// a tick that its server serves once the outage is over.
+const fleetSize, fleetCapacity = 1000, 20
+
+// fleetResult is what one run of runFleet measured.
+type fleetResult struct {
+	done     []time.Duration // when each client's Do returned
+	served   int             // clients whose Do returned nil
+	attempts int             // calls of fn, all clients together
+	busiest  int             // most attempts in one tick, tick 0 excluded
+	refused  int             // Do calls that the Budget ended
+	tokens   float64         // the Budget's balance once tick 0 was over
+}
+
+// runFleet runs 1,000 clients, each a goroutine calling Do with p, all
+// making their first attempt at t=0, against one server that rejects every
+// attempt until the outage ends, then serves 20 attempts a tick (1ms) and
+// rejects the rest. Do itself chooses every wait and when to give up, from
+// p's MaxAttempts, Deadline, jitter and Budget.
+//
+// Time is virtual: each client's Clock reads the scheduler's now, and its
+// Sleeper queues a wake-up at now+d and blocks. The scheduler wakes one
+// client at a time, earliest wake-up first (ties in the order queued), and
+// waits until it sleeps again or its Do returns: one goroutine runs at a
+// time, handing over through channels, so the run needs no lock, and each
+// seed gives the same figures.
+func runFleet(p Policy, outage time.Duration, seed uint64) fleetResult {
+	const tick = time.Millisecond
+	var (
+		res     = fleetResult{done: make([]time.Duration, fleetSize)}
+		now     time.Duration
+		q       events
+		perTick = map[time.Duration]int{}
+		wake    = make([]chan struct{}, fleetSize)
+		yield   = make(chan struct{}) // the running client slept or returned
+	)
+	fn := func(context.Context) error {
+		res.attempts++
+		perTick[now/tick]++
+		if now < outage || perTick[now/tick] > fleetCapacity {
+			return errBoom
+		}
+		return nil
+	}
+	epoch := time.Unix(0, 0)
+	p.Clock = ClockFunc(func() time.Time { return epoch.Add(now) })
+	for i := range fleetSize {
+		p := p
+		p.Rand = rand.New(rand.NewPCG(seed, uint64(i))).Float64
+		p.Sleeper = SleeperFunc(func(_ context.Context, d time.Duration) error {
+			q.add(now+d, i, wakes)
+			yield <- struct{}{}
+			<-wake[i]
+			return nil
+		})
+		wake[i] = make(chan struct{})
+		q.add(0, i, wakes)
+		go func() {
+			<-wake[i]
+			err := Do(context.Background(), fn, p)
+			if err == nil {
+				res.served++
+			}
+			if errors.Is(err, ErrBudgetExhausted) {
+				res.refused++
+			}
+			res.done[i] = now
+			yield <- struct{}{}
+		}()
+	}
+	for q.Len() > 0 {
+		e := heap.Pop(&q).(event)
+		if now == 0 && e.at > 0 && p.Budget != nil {
+			res.tokens = p.Budget.Tokens()
+		}
+		now = e.at
+		wake[e.who] <- struct{}{}
+		<-yield
+	}
+	for t, n := range perTick {
+		if t > 0 {
+			res.busiest = max(res.busiest, n)
+		}
+	}
+	return res
 }
