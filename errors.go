@@ -101,10 +101,10 @@ func (r Reason) String() string {
 // mark is found anywhere in the chain of fn's error; when it is the
 // outermost error, Do returns err itself, without the mark, and otherwise
 // fn's error as it was. errors.Is and errors.As see through the mark.
-// Permanent(nil) is nil.
+// Permanent(nil) is nil, and marking an error twice is marking it once.
 func Permanent(err error) error {
-	if err == nil {
-		return nil
+	if _, marked := err.(*permanentError); marked || err == nil {
+		return err
 	}
 	return &permanentError{err}
 }

@@ -1,73 +1,122 @@
 package retry_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/quietwire/retry"
 )
 
-// statusError is an HTTP response with a failing status code.
+// httpCall is an HTTP request that Do can send again: each attempt builds
+// the request anew from these fields, body included.
+type httpCall struct {
+	client      *http.Client
+	method, url string
+	header      http.Header // such as an Idempotency-Key
+	body        []byte
+	now         func() time.Time // time.Now, or a fake clock in tests
+}
+
+// attempt sends the request once and returns the response body, read in
+// full, for retry.DoValue(ctx, c.attempt, p). Do retries its error unless
+// it is marked Permanent: a 4xx other than 408 and 429, or any failure of
+// a request that is not idempotent once the server may have it.
+func (c *httpCall) attempt(ctx context.Context) ([]byte, error) {
+	var reached atomic.Bool // the server may have the request: it was written, or answered
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest:         func(httptrace.WroteRequestInfo) { reached.Store(true) },
+		GotFirstResponseByte: func() { reached.Store(true) },
+	})
+	req, err := http.NewRequestWithContext(ctx, c.method, c.url, bytes.NewReader(c.body))
+	if err != nil {
+		return nil, retry.Permanent(err) // a bad method or URL
+	}
+	maps.Copy(req.Header, c.header)
+	body, err := c.send(req)
+	status, _ := err.(*statusError)
+	switch {
+	case err == nil:
+		return body, nil
+	case reached.Load() && !idempotent(req): // the server may have acted on it
+		return nil, retry.Permanent(err)
+	case status != nil && status.code < 500 && status.code != 408 && status.code != 429:
+		return nil, retry.Permanent(err) // the same request would fail the same way
+	}
+	return nil, err // a network error or a timeout, even mid-body; a 408, 429 or 5xx
+}
+
+// send sends req and returns the response body, read in full and closed,
+// or a *statusError for a status of 400 or more.
+func (c *httpCall) send(req *http.Request) ([]byte, error) {
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body) // a reset mid-body fails this attempt
+	if resp.StatusCode >= 400 {
+		after := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+		return nil, &statusError{resp.StatusCode, after}
+	}
+	return body, err
+}
+
+// idempotent reports whether sending req twice does what sending it once
+// does: its method says so (RFC 9110, 9.2.2), or it has an Idempotency-Key
+// by which the server recognises a repeat.
+func idempotent(req *http.Request) bool {
+	switch req.Method {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return req.Header.Get("Idempotency-Key") != ""
+}
+
+// statusError is a response whose status code says the request failed.
 type statusError struct {
 	code  int
-	after time.Duration // from the Retry-After header; 0 if none
+	after time.Duration // the wait that Retry-After asks for; 0 if none
 }
 
 func (e *statusError) Error() string {
 	return strconv.Itoa(e.code) + " " + http.StatusText(e.code)
 }
 
-// RetryAfter is the hint that Do honours: it never calls again sooner.
+// RetryAfter is the least wait before the next attempt: Do never calls
+// sooner, and gives up at once if it is longer than Policy.MaxDelay.
 func (e *statusError) RetryAfter() time.Duration { return e.after }
 
-// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP-date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if s, err := strconv.Atoi(v); err == nil {
-		return time.Duration(s) * time.Second
+// parseRetryAfter returns the wait that a Retry-After header asks for, as
+// delay-seconds or as an HTTP-date, or 0 if it is empty, invalid or past.
+func parseRetryAfter(header string, now time.Time) time.Duration {
+	if secs, err := strconv.ParseUint(header, 10, 32); err == nil || errors.Is(err, strconv.ErrRange) {
+		return time.Duration(secs) * time.Second // too large: 1<<32-1 seconds, no overflow
 	}
-	if t, err := http.ParseTime(v); err == nil {
-		return t.Sub(now)
+	if date, err := http.ParseTime(header); err == nil {
+		return max(date.Sub(now), 0)
 	}
 	return 0
 }
 
-// get fetches url once and turns a failing status into a *statusError.
-func get(ctx context.Context, url string, clock retry.Clock) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	switch code := resp.StatusCode; {
-	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
-		return "", &statusError{code, parseRetryAfter(resp.Header.Get("Retry-After"), clock.Now())}
-	case code >= 400: // the same request will fail the same way
-		return "", retry.Permanent(&statusError{code: code})
-	}
-	return string(body), err
-}
-
-// An HTTP client that retries network errors, timeouts, 5xx, 408 and 429
-// responses, honours Retry-After in seconds and as an HTTP-date, and
-// fails fast on other 4xx, which it marks Permanent.
+// A GET retried on a 503 and a 429, each with a Retry-After header: the
+// first in seconds, the second an HTTP-date. Each wait is the server's.
 func Example_http() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/missing" {
-			http.NotFound(w, r)
-			return
-		}
 		switch hits.Add(1) {
 		case 1:
 			w.Header().Set("Retry-After", "2")
@@ -84,26 +133,224 @@ func Example_http() {
 
 	ft := &fakeTime{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 	p := retry.Policy{
-		MaxDelay: 10 * time.Second,
-		Jitter:   retry.FullJitter,
+		MaxDelay:       10 * time.Second, // and no hint is trusted beyond it
+		AttemptTimeout: 5 * time.Second,
+		Jitter:         retry.FullJitter,
 		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
 			fmt.Printf("attempt %d: %v; retrying in %v\n", attempt, err, wait)
 		},
 		Clock:   ft, // fake time keeps the example instant; real code leaves
 		Sleeper: ft, // Clock and Sleeper nil
 	}
-	fetch := func(url string) func(context.Context) (string, error) {
-		return func(ctx context.Context) (string, error) { return get(ctx, url, ft) }
-	}
-
-	body, err := retry.DoValue(context.Background(), fetch(srv.URL+"/hello"), p)
-	fmt.Println(body, err)
-
-	_, err = retry.DoValue(context.Background(), fetch(srv.URL+"/missing"), p)
-	fmt.Println(err)
+	c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL, now: ft.Now}
+	body, err := retry.DoValue(context.Background(), c.attempt, p)
+	fmt.Printf("%s %v\n", body, err)
 	// Output:
 	// attempt 1: 503 Service Unavailable; retrying in 2s
 	// attempt 2: 429 Too Many Requests; retrying in 3s
 	// hello <nil>
-	// 404 Not Found
+}
+
+// A 404 is Permanent: Do returns it after one call, without a wait.
+func Example_httpNotFound() {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+
+	c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL + "/missing", now: time.Now}
+	_, err := retry.DoValue(context.Background(), c.attempt, retry.Policy{Sleeper: noWait})
+	fmt.Println(err, "after", hits.Load(), "call")
+	// Output: 404 Not Found after 1 call
+}
+
+// A Retry-After longer than MaxDelay ends the retries at once: Do neither
+// waits 2 minutes nor calls again sooner than the server asked.
+func Example_httpHintTooLong() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+
+	ft := &fakeTime{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	p := retry.Policy{MaxDelay: 10 * time.Second, Clock: ft, Sleeper: ft}
+	c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL, now: ft.Now}
+	_, err := retry.DoValue(context.Background(), c.attempt, p)
+	fmt.Println(err)
+	// Output: retry: gave up after 1 attempt in 0s (retry-after hint too long): 503 Service Unavailable
+}
+
+// A POST with a body and an Idempotency-Key, retried after a 503: each
+// attempt builds its own request, so the server gets the whole body twice.
+func Example_httpPost() {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		fmt.Printf("server: %s, %d bytes of %d, %v\n", body, len(body), r.ContentLength, err)
+		if hits.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, "created")
+	}))
+	defer srv.Close()
+
+	ft := &fakeTime{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	p := retry.Policy{
+		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
+			fmt.Printf("attempt %d: %v; retrying in %v\n", attempt, err, wait)
+		},
+		Clock: ft, Sleeper: ft,
+	}
+	c := &httpCall{
+		client: http.DefaultClient, method: http.MethodPost, url: srv.URL,
+		header: http.Header{"Idempotency-Key": {"order-7"}},
+		body:   []byte(`{"n":1}`),
+		now:    ft.Now,
+	}
+	body, err := retry.DoValue(context.Background(), c.attempt, p)
+	fmt.Printf("%s %v\n", body, err)
+	// Output:
+	// server: {"n":1}, 7 bytes of 7, <nil>
+	// attempt 1: 503 Service Unavailable; retrying in 1s
+	// server: {"n":1}, 7 bytes of 7, <nil>
+	// created <nil>
+}
+
+// A POST that reached the server, and whose answer was lost, is not sent
+// again: the server may have acted on it. With an Idempotency-Key it is,
+// since the server answers a repeat as it answered the first request.
+func Example_httpIdempotencyKey() {
+	var mu sync.Mutex
+	answers := map[string]string{} // by Idempotency-Key
+	placed := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // the whole request reached the server
+		mu.Lock()
+		defer mu.Unlock()
+		key := r.Header.Get("Idempotency-Key")
+		if answer, ok := answers[key]; ok && key != "" {
+			fmt.Fprint(w, answer) // a repeat: the first answer, and no new order
+			return
+		}
+		placed++
+		answers[key] = "order " + strconv.Itoa(placed)
+		fmt.Println("server: placed order", placed)
+		conn, _, _ := w.(http.Hijacker).Hijack() // and the connection fails before the answer
+		conn.Close()
+	}))
+	defer srv.Close()
+
+	p := retry.Policy{
+		OnRetry: func(_ context.Context, attempt int, err error, _ time.Duration) {
+			fmt.Printf("attempt %d: %v; retrying\n", attempt, strings.ReplaceAll(err.Error(), srv.URL, "$URL"))
+		},
+		Sleeper: noWait,
+	}
+	for _, header := range []http.Header{nil, {"Idempotency-Key": {"order-8"}}} {
+		c := &httpCall{
+			client: http.DefaultClient, method: http.MethodPost, url: srv.URL,
+			header: header,
+			body:   []byte(`{"n":1}`),
+			now:    time.Now,
+		}
+		body, err := retry.DoValue(context.Background(), c.attempt, p)
+		fmt.Printf("key %q: %q, %v\n", header.Get("Idempotency-Key"), body, strings.ReplaceAll(fmt.Sprint(err), srv.URL, "$URL"))
+	}
+	// Output:
+	// server: placed order 1
+	// key "": "", Post "$URL": EOF
+	// server: placed order 2
+	// attempt 1: Post "$URL": EOF; retrying
+	// key "order-8": "order 2", <nil>
+}
+
+// A connection reset halfway through the body fails the attempt that reads
+// it, inside fn, and the next attempt gets the whole body.
+func Example_httpResetMidBody() {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel") // 3 bytes of 5
+			conn.Close()
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+
+	p := retry.Policy{
+		OnRetry: func(_ context.Context, attempt int, err error, _ time.Duration) {
+			fmt.Printf("attempt %d: %v; retrying\n", attempt, err)
+		},
+		Sleeper: noWait,
+	}
+	c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL, now: time.Now}
+	body, err := retry.DoValue(context.Background(), c.attempt, p)
+	fmt.Printf("%s %v\n", body, err)
+	// Output:
+	// attempt 1: unexpected EOF; retrying
+	// hello <nil>
+}
+
+// An attempt that outlives AttemptTimeout is cancelled and retried. This
+// example waits for real, for one AttemptTimeout.
+func Example_httpAttemptTimeout() {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			<-r.Context().Done() // no answer: the client gives up first
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+
+	p := retry.Policy{
+		AttemptTimeout: 200 * time.Millisecond,
+		OnRetry: func(_ context.Context, attempt int, err error, _ time.Duration) {
+			fmt.Printf("attempt %d: %v; retrying\n", attempt, strings.ReplaceAll(err.Error(), srv.URL, "$URL"))
+		},
+		Sleeper: noWait,
+	}
+	c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL, now: time.Now}
+	body, err := retry.DoValue(context.Background(), c.attempt, p)
+	fmt.Printf("%s %v\n", body, err)
+	// Output:
+	// attempt 1: Get "$URL": context deadline exceeded; retrying
+	// hello <nil>
+}
+
+// TestHTTPRecipeMatchesREADME checks that every Go block of the README's
+// section "HTTP recipe" is in this file, byte for byte.
+func TestHTTPRecipeMatchesREADME(t *testing.T) {
+	src, err := os.ReadFile("example_http_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## HTTP recipe\n")
+	if !ok {
+		t.Fatal(`README.md has no section "## HTTP recipe"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	blocks := strings.Split(section, "\n```go\n")[1:]
+	if len(blocks) == 0 {
+		t.Fatal(`README.md's section "HTTP recipe" has no Go block`)
+	}
+	for i, block := range blocks {
+		block, _, _ = strings.Cut(block, "\n```\n")
+		if !strings.Contains(string(src), block+"\n") {
+			t.Errorf("README.md's Go block %d in \"HTTP recipe\" is not in example_http_test.go:\n%s", i+1, block)
+		}
+	}
 }

@@ -54,7 +54,9 @@ type Policy struct {
 	// AttemptTimeout bounds each call of fn: the ctx that fn receives ends
 	// AttemptTimeout after the call began (or at the Deadline, if that
 	// comes first). An attempt that runs out of time is retried like any
-	// other failure. 0 means no timeout per attempt.
+	// other failure. 0 means no timeout per attempt. With AttemptTimeout or
+	// Deadline set, fn's ctx is cancelled when fn returns: whatever reads
+	// with it, such as a response body, must be read inside fn.
 	AttemptTimeout time.Duration
 
 	// Jitter chooses each wait. nil means DecorrelatedJitter.

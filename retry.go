@@ -36,9 +36,10 @@
 // Do calls fn once per attempt, so everything an attempt needs must be
 // made inside fn: build the request inside fn (a request body is consumed
 // by the first attempt), and read and close the response body inside fn
-// (a connection reset while reading the body is then retried too). Retry
-// an operation that may already have taken effect, such as a POST that
-// reached the server, only if it is idempotent.
+// (a connection reset while reading the body is then retried too; and with
+// a Deadline or AttemptTimeout, fn's ctx is cancelled as soon as fn
+// returns). Retry an operation that may already have taken effect, such as
+// a POST that reached the server, only if it is idempotent.
 //
 // Policy.OnRetry and Policy.OnDone observe each retry and each call, with
 // the ctx of the call they report on. Policy.Clock and Policy.Sleeper

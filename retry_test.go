@@ -697,6 +697,10 @@ func TestPermanent(t *testing.T) {
 	if err := Permanent(nil); err != nil {
 		t.Errorf("Permanent(nil) = %v; want nil", err)
 	}
+	twice := &flaky{n: 9, err: Permanent(Permanent(errBoom))}
+	if err := Do(context.Background(), twice.call, Policy{}); err != errBoom {
+		t.Errorf("Do() with an error marked twice = %#v; want boom, unmarked", err)
+	}
 	inner := &customErr{"bad request"}
 	err := fmt.Errorf("post: %w", Permanent(inner))
 	var ce *customErr
