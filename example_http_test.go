@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -327,30 +326,62 @@ func Example_httpAttemptTimeout() {
 	// hello <nil>
 }
 
-// TestHTTPRecipeMatchesREADME checks that every Go block of the README's
-// section "HTTP recipe" is in this file, byte for byte.
-func TestHTTPRecipeMatchesREADME(t *testing.T) {
-	src, err := os.ReadFile("example_http_test.go")
-	if err != nil {
-		t.Fatal(err)
+// TestTour shows the library at work on real calls, with real timers,
+// against a real server: `go test -run TestTour -v .` prints each retry,
+// its wait and each call's result. It also checks what it prints.
+func TestTour(t *testing.T) {
+	var hits sync.Map // path → attempts so far
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := hits.LoadOrStore(r.URL.Path, new(atomic.Int32))
+		switch attempt := n.(*atomic.Int32).Add(1); {
+		case r.URL.Path == "/missing":
+			http.NotFound(w, r)
+		case r.URL.Path == "/down", r.URL.Path == "/flaky" && attempt <= 2:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case r.URL.Path == "/slow" && attempt == 1:
+			<-r.Context().Done() // hangs until the attempt times out
+		default:
+			fmt.Fprint(w, "ok")
+		}
+	}))
+	defer srv.Close()
+	show := func(format string, args ...any) {
+		if testing.Verbose() {
+			fmt.Printf(format, args...)
+		}
 	}
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
+	p := retry.Policy{
+		MaxAttempts:    4,
+		BaseDelay:      20 * time.Millisecond,
+		MaxDelay:       200 * time.Millisecond,
+		AttemptTimeout: 250 * time.Millisecond, // room for an answer on a loaded machine
+		Deadline:       2 * time.Second,
+		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
+			show("    attempt %d: %v; waiting %v\n", attempt, err, wait.Round(time.Millisecond))
+		},
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## HTTP recipe\n")
-	if !ok {
-		t.Fatal(`README.md has no section "## HTTP recipe"`)
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	blocks := strings.Split(section, "\n```go\n")[1:]
-	if len(blocks) == 0 {
-		t.Fatal(`README.md's section "HTTP recipe" has no Go block`)
-	}
-	for i, block := range blocks {
-		block, _, _ = strings.Cut(block, "\n```\n")
-		if !strings.Contains(string(src), block+"\n") {
-			t.Errorf("README.md's Go block %d in \"HTTP recipe\" is not in example_http_test.go:\n%s", i+1, block)
+	for _, tt := range []struct {
+		path, want string
+		attempts   int
+	}{
+		{"/flaky", "ok", 3},
+		{"/slow", "ok", 2},
+		{"/missing", "404 Not Found", 1},
+		{"/down", "retry: gave up after 4 attempts", 4},
+	} {
+		show("GET %s\n", tt.path)
+		start := time.Now()
+		c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL + tt.path, now: time.Now}
+		body, err := retry.DoValue(context.Background(), c.attempt, p)
+		got := string(body)
+		if err != nil {
+			got = strings.ReplaceAll(err.Error(), srv.URL, "$URL")
+		}
+		show("  = %s, after %v\n", got, time.Since(start).Round(time.Millisecond))
+		n, _ := hits.Load(tt.path)
+		if attempts := int(n.(*atomic.Int32).Load()); !strings.HasPrefix(got, tt.want) || attempts != tt.attempts {
+			t.Errorf("GET %s = %q after %d attempts; want %q after %d", tt.path, got, attempts, tt.want, tt.attempts)
 		}
 	}
 }
