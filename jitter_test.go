@@ -2,6 +2,7 @@ package retry
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func TestJitterBounds(t *testing.T) {
 func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, prev time.Duration, u float64) time.Duration {
 	t.Helper()
 	got := f(n, base, max, prev, u)
-	lo, hi := bounds(base, max)
+	_, lo, hi, _, _ := specArgs(n, base, max, prev, u)
 	if name != "DecorrelatedJitter" {
 		lo = 0
 	}
@@ -165,5 +166,121 @@ func TestJitterIsPure(t *testing.T) {
 				t.Fatalf("%s(%d, %v, %v, %v, %v) = %v, then %v; want the same", j.name, n, base, max, prev, u, a, b)
 			}
 		}
+	}
+}
+
+// The oracle below computes each Jitter's value from the formula in its
+// doc, in exact arithmetic with math/big, without the package's helpers,
+// so that it cannot share their bugs.
+
+// specArgs returns the arguments clamped as the Jitter doc says: a
+// negative n counts as 0, a negative duration as 0, a base above max as
+// max, and a u outside [0, 1] or NaN as the nearest bound (NaN as 0).
+func specArgs(n int, base, max, prev time.Duration, u float64) (int, time.Duration, time.Duration, time.Duration, float64) {
+	if n < 0 {
+		n = 0
+	}
+	if max < 0 {
+		max = 0
+	}
+	if base < 0 {
+		base = 0
+	}
+	if base > max {
+		base = max
+	}
+	if prev < 0 {
+		prev = 0
+	}
+	switch {
+	case math.IsNaN(u) || u < 0:
+		u = 0
+	case u > 1:
+		u = 1
+	}
+	return n, base, max, prev, u
+}
+
+// specJitter returns the exact value of the named Jitter's formula at the
+// clamped arguments, in nanoseconds:
+//
+//	NoJitter            d = min(base·2ⁿ, max)
+//	FullJitter          u·d
+//	EqualJitter         d/2 + u·d/2
+//	DecorrelatedJitter  min(max, base + u·(3·p − base)), p = max(prev, base)
+func specJitter(name string, n int, base, max, prev time.Duration, u float64) *big.Rat {
+	n, base, max, prev, u = specArgs(n, base, max, prev, u)
+	b, m := big.NewInt(int64(base)), big.NewInt(int64(max))
+	U := new(big.Rat).SetFloat64(u) // exact: u is finite here
+	// For n ≥ 64 and base ≥ 1, base·2ⁿ ≥ 2⁶⁴ > max, so shifting by at most
+	// 64 gives the same minimum (and n = math.MaxInt allocates nothing).
+	shift := uint(64)
+	if n < 64 {
+		shift = uint(n)
+	}
+	d := new(big.Int).Lsh(b, shift)
+	if d.Cmp(m) > 0 {
+		d.Set(m)
+	}
+	D := new(big.Rat).SetInt(d)
+	switch name {
+	case "NoJitter":
+		return D
+	case "FullJitter":
+		return D.Mul(U, D)
+	case "EqualJitter":
+		half := D.Quo(D, big.NewRat(2, 1))
+		return new(big.Rat).Add(half, new(big.Rat).Mul(U, half))
+	case "DecorrelatedJitter":
+		p := big.NewInt(int64(prev))
+		if prev < base {
+			p.Set(b)
+		}
+		x := new(big.Int).Mul(big.NewInt(3), p)
+		x.Sub(x, b)
+		e := new(big.Rat).Mul(U, new(big.Rat).SetInt(x))
+		e.Add(e, new(big.Rat).SetInt(b))
+		if M := new(big.Rat).SetInt(m); e.Cmp(M) > 0 {
+			return M
+		}
+		return e
+	}
+	panic("specJitter: no formula for " + name)
+}
+
+// checkJitterSpec fails t unless got, the wait the named Jitter returned
+// for the arguments, is the value specJitter gives there.
+//
+// NoJitter's value is a whole number of nanoseconds: got must equal it.
+// The others scale by u, which the package does in float64 before it
+// truncates to whole nanoseconds; so got may lie below the exact value e
+// by up to 1ns for the truncation (1.5ns for EqualJitter, whose halves of
+// an odd d are whole nanoseconds too), and either side of it by
+// ε = e·2⁻⁴⁸ for float64 rounding: each float64 operation is off by at
+// most 2⁻⁵³ of its result, and DecorrelatedJitter's handful of them,
+// some on operands up to 3·p, stay well within 32 of those. ε is below
+// 1ns up to e = 2⁴⁸ns (3 days) and 32µs at the top of the range: far less
+// than the factor of 2 of an off-by-one n, or any wrong clamp.
+func checkJitterSpec(t *testing.T, name string, n int, base, max, prev time.Duration, u float64, got time.Duration) {
+	t.Helper()
+	e := specJitter(name, n, base, max, prev, u)
+	g := new(big.Rat).SetInt64(int64(got))
+	if name == "NoJitter" {
+		if g.Cmp(e) != 0 {
+			t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %s", name, n, base, max, prev, u, got, e.RatString())
+		}
+		return
+	}
+	eps := new(big.Rat).Mul(e, big.NewRat(1, 1<<48))
+	below := big.NewRat(1, 1)
+	if name == "EqualJitter" {
+		below = big.NewRat(3, 2)
+	}
+	lo := new(big.Rat).Sub(e, below)
+	lo.Sub(lo, eps)
+	hi := new(big.Rat).Add(e, eps)
+	if g.Cmp(lo) < 0 || g.Cmp(hi) > 0 {
+		t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %s within [-%s-ε, +ε], ε = %s",
+			name, n, base, max, prev, u, got, e.FloatString(3), below.FloatString(1), eps.FloatString(3))
 	}
 }
