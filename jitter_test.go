@@ -236,6 +236,35 @@ func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, pr
 	return got
 }
 
+// TestJitterSpec checks every jitter function against its documented
+// formula (checkJitterSpec) at seeded random arguments, drawn half from the
+// edges where an off-by-one or an overflow shows and half from the whole
+// range, so that the oracle runs on every go test, not only under -fuzz.
+func TestJitterSpec(t *testing.T) {
+	const top = math.MaxInt64
+	edges := []int64{-1, 0, 1, 2, 3, 7, 1<<53 + 1, top/3 - 1, top / 3, top/3 + 1, top / 2, top/2 + 1, 1<<62 + 1, top - 1, top}
+	ns := []int{-1, 0, 1, 2, 3, 52, 53, 61, 62, 63, 64, math.MaxInt}
+	us := []float64{0, 0.5, justBelow1, 1, 1.5, -0.5, math.NaN()}
+	r := rand.New(rand.NewPCG(10, 10))
+	duration := func() time.Duration {
+		if r.IntN(2) == 0 {
+			return time.Duration(edges[r.IntN(len(edges))])
+		}
+		return time.Duration(r.Int64() >> r.IntN(63)) // every magnitude
+	}
+	for range 3000 {
+		n, u := ns[r.IntN(len(ns))], us[r.IntN(len(us))]
+		if r.IntN(2) == 0 {
+			n, u = r.IntN(70), r.Float64()
+		}
+		base, max, prev := duration(), duration(), duration()
+		for _, j := range jitters {
+			got := checkJitterBounds(t, j.name, j.f, n, base, max, prev, u)
+			checkJitterSpec(t, j.name, n, base, max, prev, u, got)
+		}
+	}
+}
+
 // TestJitterMonotonic checks that the exponential grows with n up to the
 // cap and never falls back, which an overflow in base·2ⁿ would cause.
 func TestJitterMonotonic(t *testing.T) {
