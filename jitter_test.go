@@ -2,6 +2,7 @@ package retry
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -60,6 +61,141 @@ func TestJitterFormulas(t *testing.T) {
 	}
 }
 
+// TestJitterExact pins each formula where an off-by-one or a wrong clamp
+// shows: base·2ⁿ just below, at and just above max; shifts near 63;
+// durations near math.MaxInt64; u at 0, 0.5, just below 1 and 1; and
+// arguments out of range. Each want is the documented formula worked out
+// by hand, in whole nanoseconds rounded down.
+func TestJitterExact(t *testing.T) {
+	const (
+		top = time.Duration(math.MaxInt64)
+		ms  = time.Millisecond
+	)
+	tests := []struct {
+		name            string
+		f               Jitter
+		n               int
+		base, max, prev time.Duration
+		u               float64
+		want            time.Duration
+	}{
+		{"NoJitter base·2ⁿ below max", NoJitter, 1, 1, 3, 0, 0, 2},
+		{"NoJitter base·2ⁿ above max", NoJitter, 2, 1, 3, 0, 0, 3},
+		{"NoJitter base·2ⁿ at max", NoJitter, 1, 1, 2, 0, 0, 2},
+		{"NoJitter 5·2³ at max", NoJitter, 3, 5, 40, 0, 0, 40},
+		{"NoJitter 5·2³ just below max", NoJitter, 3, 5, 41, 0, 0, 40},
+		{"NoJitter 5·2³ just above max", NoJitter, 3, 5, 39, 0, 0, 39},
+		{"NoJitter n=1 at max", NoJitter, 1, 1, 1, 0, 0, 1},
+		{"NoJitter 2⁶²", NoJitter, 62, 1, top, 0, 0, 1 << 62},
+		{"NoJitter 2⁶² at max", NoJitter, 62, 1, 1 << 62, 0, 0, 1 << 62},
+		{"NoJitter 2⁶¹ below max", NoJitter, 61, 1, 1 << 62, 0, 0, 1 << 61},
+		{"NoJitter 2⁶³ above MaxInt64", NoJitter, 63, 1, top, 0, 0, top},
+		{"NoJitter 2⁶⁴ above MaxInt64", NoJitter, 64, 1, top, 0, 0, top},
+		{"NoJitter 3·2⁶¹", NoJitter, 61, 3, top, 0, 0, 3 << 61},
+		{"NoJitter 3·2⁶² above MaxInt64", NoJitter, 62, 3, top, 0, 0, top},
+		{"NoJitter ⌊MaxInt64/2⌋·2", NoJitter, 1, top / 2, top, 0, 0, top - 1},
+		{"NoJitter 2⁶²·2 above MaxInt64", NoJitter, 1, 1 << 62, top, 0, 0, top},
+		{"NoJitter MaxInt64·2", NoJitter, 1, top, top, 0, 0, top},
+		{"NoJitter n=MaxInt", NoJitter, math.MaxInt, 1, top, 0, 0, top},
+		{"NoJitter base 0", NoJitter, 5, 0, 10, 0, 0, 0},
+		{"NoJitter base 0, n=MaxInt", NoJitter, math.MaxInt, 0, 10, 0, 0, 0},
+		{"NoJitter n=-1", NoJitter, -1, 7, 10, 0, 0, 7},
+		{"NoJitter n=MinInt", NoJitter, math.MinInt, 7, 10, 0, 0, 7},
+		{"NoJitter base above max", NoJitter, 0, 11, 10, 0, 0, 10},
+		{"NoJitter base above max, n=1", NoJitter, 1, 11, 10, 0, 0, 10},
+		{"NoJitter max 0", NoJitter, 1, 1, 0, 0, 0, 0},
+		{"NoJitter max -1", NoJitter, 2, 5, -1, 0, 0, 0},
+		{"NoJitter base -5", NoJitter, 2, -5, 10, 0, 0, 0},
+
+		{"FullJitter u=0", FullJitter, 3, 100 * ms, time.Second, 0, 0, 0},
+		{"FullJitter u=0.5", FullJitter, 3, 100 * ms, time.Second, 0, 0.5, 400 * ms},
+		{"FullJitter u just below 1", FullJitter, 3, 100 * ms, time.Second, 0, justBelow1, 800*ms - 1},
+		{"FullJitter u=1", FullJitter, 3, 100 * ms, time.Second, 0, 1, 800 * ms},
+		{"FullJitter u=1.5", FullJitter, 3, 100 * ms, time.Second, 0, 1.5, 800 * ms},
+		{"FullJitter u=-0.5", FullJitter, 3, 100 * ms, time.Second, 0, -0.5, 0},
+		{"FullJitter u=NaN", FullJitter, 3, 100 * ms, time.Second, 0, math.NaN(), 0},
+		{"FullJitter 1.5ns", FullJitter, 0, 3, 10, 0, 0.5, 1},
+		{"FullJitter u=1, d=3", FullJitter, 0, 3, 10, 0, 1, 3},
+		{"FullJitter u=1, d=MaxInt64", FullJitter, 63, 1, top, 0, 1, top},
+		{"FullJitter u=0, d=MaxInt64", FullJitter, 63, 1, top, 0, 0, 0},
+		{"FullJitter u=0.5, d=2⁶²", FullJitter, 62, 1, top, 0, 0.5, 1 << 61},
+		{"FullJitter u just below 1, d=2⁶²", FullJitter, 62, 1, top, 0, justBelow1, 1<<62 - 1<<9},
+		{"FullJitter u=1, d=2⁶²+1", FullJitter, 0, 1<<62 + 1, top, 0, 1, 1<<62 + 1},
+		{"FullJitter base above max", FullJitter, 0, 20, 10, 0, 0.5, 5},
+		{"FullJitter max -1", FullJitter, 0, 5, -1, 0, 1, 0},
+
+		{"EqualJitter u=0", EqualJitter, 3, 100 * ms, time.Second, 0, 0, 400 * ms},
+		{"EqualJitter u=0.5", EqualJitter, 3, 100 * ms, time.Second, 0, 0.5, 600 * ms},
+		{"EqualJitter u just below 1", EqualJitter, 3, 100 * ms, time.Second, 0, justBelow1, 800*ms - 1},
+		{"EqualJitter u=1", EqualJitter, 3, 100 * ms, time.Second, 0, 1, 800 * ms},
+		{"EqualJitter u=1.5", EqualJitter, 3, 100 * ms, time.Second, 0, 1.5, 800 * ms},
+		{"EqualJitter u=NaN", EqualJitter, 3, 100 * ms, time.Second, 0, math.NaN(), 400 * ms},
+		{"EqualJitter u=0, d=1", EqualJitter, 0, 1, 10, 0, 0, 0},
+		{"EqualJitter u=1, d=1", EqualJitter, 0, 1, 10, 0, 1, 1},
+		{"EqualJitter u=0, d=3", EqualJitter, 0, 3, 10, 0, 0, 1},
+		{"EqualJitter u=0.5, d=3", EqualJitter, 0, 3, 10, 0, 0.5, 2},
+		{"EqualJitter u=1, d=3", EqualJitter, 0, 3, 10, 0, 1, 3},
+		{"EqualJitter u=0, d=MaxInt64", EqualJitter, 63, 1, top, 0, 0, top / 2},
+		{"EqualJitter u=1, d=MaxInt64", EqualJitter, 63, 1, top, 0, 1, top},
+		{"EqualJitter base above max", EqualJitter, 0, 20, 10, 0, 0, 5},
+
+		{"DecorrelatedJitter u=0", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, 0, 100 * ms},
+		{"DecorrelatedJitter u=0.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, 0.5, 200 * ms},
+		{"DecorrelatedJitter u=1", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, 1, 300 * ms},
+		{"DecorrelatedJitter u=1.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, 1.5, 300 * ms},
+		{"DecorrelatedJitter u=-0.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, -0.5, 100 * ms},
+		{"DecorrelatedJitter prev -1s", DecorrelatedJitter, 0, 100 * ms, time.Second, -time.Second, 1, 300 * ms},
+		{"DecorrelatedJitter at max", DecorrelatedJitter, 0, 1, 9, 3, 1, 9},
+		{"DecorrelatedJitter just above max", DecorrelatedJitter, 0, 1, 8, 3, 1, 8},
+		{"DecorrelatedJitter prev above max, u=0", DecorrelatedJitter, 0, 100 * ms, time.Second, 20 * time.Second, 0, 100 * ms},
+		{"DecorrelatedJitter prev above max, u=0.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 20 * time.Second, 0.5, time.Second},
+		{"DecorrelatedJitter base at max", DecorrelatedJitter, 0, 10, 10, 50, 0.5, 10},
+		{"DecorrelatedJitter base above max", DecorrelatedJitter, 0, 2 * time.Second, time.Second, 0, 0, time.Second},
+		{"DecorrelatedJitter max -1", DecorrelatedJitter, 0, 5, -1, 5, 0.5, 0},
+		{"DecorrelatedJitter prev ⌊MaxInt64/3⌋+1, u=1", DecorrelatedJitter, 0, 1, top, top/3 + 1, 1, top},
+		{"DecorrelatedJitter prev MaxInt64, u just below 1", DecorrelatedJitter, 0, 1, top, top, justBelow1, top},
+		{"DecorrelatedJitter base MaxInt64", DecorrelatedJitter, 0, top, top, 0, 0.5, top},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.f(tt.n, tt.base, tt.max, tt.prev, tt.u); got != tt.want {
+				t.Errorf("%s: f(%d, %d, %d, %d, %v) = %d; want %d", tt.name, tt.n, tt.base, tt.max, tt.prev, tt.u, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestJitterNearTheTop checks DecorrelatedJitter where its formula lands
+// within a few nanoseconds of math.MaxInt64 without reaching it. There
+// float64 counts in steps of 1024ns, so the wait may differ from the exact
+// value by a step or two; want is the exact value, and the check allows
+// two steps. A wait of base, or a wrapped one, is far outside.
+func TestJitterNearTheTop(t *testing.T) {
+	const top = time.Duration(math.MaxInt64)
+	const slack = 2048
+	tests := []struct {
+		name string
+		prev time.Duration
+		u    float64
+		want time.Duration // 1 + u·(3·prev − 1), rounded down
+	}{
+		// 3·⌊MaxInt64/3⌋ = MaxInt64 − 1 = 2⁶³ − 2
+		{"prev ⌊MaxInt64/3⌋, u=1", top / 3, 1, top - 1},
+		// 1 + (1 − 2⁻⁵³)·(2⁶³ − 3) = 2⁶³ − 1026 + 3·2⁻⁵³
+		{"prev ⌊MaxInt64/3⌋, u just below 1", top / 3, justBelow1, top - 1025},
+		// 1 + (1 − 2⁻⁵³)·2⁶³ = 2⁶³ − 1023
+		{"prev ⌊MaxInt64/3⌋+1, u just below 1", top/3 + 1, justBelow1, top - 1022},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := DecorrelatedJitter(0, 1, top, tt.prev, tt.u)
+			if diff := got - tt.want; got < 0 || diff < -slack || diff > slack { // got ≥ 0: no overflow in diff
+				t.Errorf("DecorrelatedJitter(0, 1, MaxInt64, %d, %v) = %d; want %d ± %d", tt.prev, tt.u, got, tt.want, slack)
+			}
+		})
+	}
+}
+
 // TestJitterBounds checks every jitter function at the edges where retry
 // libraries overflow: huge n, durations near math.MaxInt64, u at its ends.
 func TestJitterBounds(t *testing.T) {
@@ -90,7 +226,7 @@ func TestJitterBounds(t *testing.T) {
 func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, prev time.Duration, u float64) time.Duration {
 	t.Helper()
 	got := f(n, base, max, prev, u)
-	lo, hi := bounds(base, max)
+	_, lo, hi, _, _ := specArgs(n, base, max, prev, u)
 	if name != "DecorrelatedJitter" {
 		lo = 0
 	}
@@ -98,6 +234,35 @@ func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, pr
 		t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want it in [%d, %d]", name, n, base, max, prev, u, got, lo, hi)
 	}
 	return got
+}
+
+// TestJitterSpec checks every jitter function against its documented
+// formula (checkJitterSpec) at seeded random arguments, drawn half from the
+// edges where an off-by-one or an overflow shows and half from the whole
+// range, so that the oracle runs on every go test, not only under -fuzz.
+func TestJitterSpec(t *testing.T) {
+	const top = math.MaxInt64
+	edges := []int64{-1, 0, 1, 2, 3, 7, 1<<53 + 1, top/3 - 1, top / 3, top/3 + 1, top / 2, top/2 + 1, 1<<62 + 1, top - 1, top}
+	ns := []int{-1, 0, 1, 2, 3, 52, 53, 61, 62, 63, 64, math.MaxInt}
+	us := []float64{0, 0.5, justBelow1, 1, 1.5, -0.5, math.NaN()}
+	r := rand.New(rand.NewPCG(10, 10))
+	duration := func() time.Duration {
+		if r.IntN(2) == 0 {
+			return time.Duration(edges[r.IntN(len(edges))])
+		}
+		return time.Duration(r.Int64() >> r.IntN(63)) // every magnitude
+	}
+	for range 3000 {
+		n, u := ns[r.IntN(len(ns))], us[r.IntN(len(us))]
+		if r.IntN(2) == 0 {
+			n, u = r.IntN(70), r.Float64()
+		}
+		base, max, prev := duration(), duration(), duration()
+		for _, j := range jitters {
+			got := checkJitterBounds(t, j.name, j.f, n, base, max, prev, u)
+			checkJitterSpec(t, j.name, n, base, max, prev, u, got)
+		}
+	}
 }
 
 // TestJitterMonotonic checks that the exponential grows with n up to the
@@ -165,5 +330,121 @@ func TestJitterIsPure(t *testing.T) {
 				t.Fatalf("%s(%d, %v, %v, %v, %v) = %v, then %v; want the same", j.name, n, base, max, prev, u, a, b)
 			}
 		}
+	}
+}
+
+// The oracle below computes each Jitter's value from the formula in its
+// doc, in exact arithmetic with math/big, without the package's helpers,
+// so that it cannot share their bugs.
+
+// specArgs returns the arguments clamped as the Jitter doc says: a
+// negative n counts as 0, a negative duration as 0, a base above max as
+// max, and a u outside [0, 1] or NaN as the nearest bound (NaN as 0).
+func specArgs(n int, base, max, prev time.Duration, u float64) (int, time.Duration, time.Duration, time.Duration, float64) {
+	if n < 0 {
+		n = 0
+	}
+	if max < 0 {
+		max = 0
+	}
+	if base < 0 {
+		base = 0
+	}
+	if base > max {
+		base = max
+	}
+	if prev < 0 {
+		prev = 0
+	}
+	switch {
+	case math.IsNaN(u) || u < 0:
+		u = 0
+	case u > 1:
+		u = 1
+	}
+	return n, base, max, prev, u
+}
+
+// specJitter returns the exact value of the named Jitter's formula at the
+// clamped arguments, in nanoseconds:
+//
+//	NoJitter            d = min(base·2ⁿ, max)
+//	FullJitter          u·d
+//	EqualJitter         d/2 + u·d/2
+//	DecorrelatedJitter  min(max, base + u·(3·p − base)), p = max(prev, base)
+func specJitter(name string, n int, base, max, prev time.Duration, u float64) *big.Rat {
+	n, base, max, prev, u = specArgs(n, base, max, prev, u)
+	b, m := big.NewInt(int64(base)), big.NewInt(int64(max))
+	U := new(big.Rat).SetFloat64(u) // exact: u is finite here
+	// For n ≥ 64 and base ≥ 1, base·2ⁿ ≥ 2⁶⁴ > max, so shifting by at most
+	// 64 gives the same minimum (and n = math.MaxInt allocates nothing).
+	shift := uint(64)
+	if n < 64 {
+		shift = uint(n)
+	}
+	d := new(big.Int).Lsh(b, shift)
+	if d.Cmp(m) > 0 {
+		d.Set(m)
+	}
+	D := new(big.Rat).SetInt(d)
+	switch name {
+	case "NoJitter":
+		return D
+	case "FullJitter":
+		return D.Mul(U, D)
+	case "EqualJitter":
+		half := D.Quo(D, big.NewRat(2, 1))
+		return new(big.Rat).Add(half, new(big.Rat).Mul(U, half))
+	case "DecorrelatedJitter":
+		p := big.NewInt(int64(prev))
+		if prev < base {
+			p.Set(b)
+		}
+		x := new(big.Int).Mul(big.NewInt(3), p)
+		x.Sub(x, b)
+		e := new(big.Rat).Mul(U, new(big.Rat).SetInt(x))
+		e.Add(e, new(big.Rat).SetInt(b))
+		if M := new(big.Rat).SetInt(m); e.Cmp(M) > 0 {
+			return M
+		}
+		return e
+	}
+	panic("specJitter: no formula for " + name)
+}
+
+// checkJitterSpec fails t unless got, the wait the named Jitter returned
+// for the arguments, is the value specJitter gives there.
+//
+// NoJitter's value is a whole number of nanoseconds: got must equal it.
+// The others scale by u, which the package does in float64 before it
+// truncates to whole nanoseconds; so got may lie below the exact value e
+// by up to 1ns for the truncation (1.5ns for EqualJitter, whose halves of
+// an odd d are whole nanoseconds too), and either side of it by
+// ε = e·2⁻⁴⁸ for float64 rounding: each float64 operation is off by at
+// most 2⁻⁵³ of its result, and DecorrelatedJitter's handful of them,
+// some on operands up to 3·p, stay well within 32 of those. ε is below
+// 1ns up to e = 2⁴⁸ns (3 days) and 32µs at the top of the range: far less
+// than the factor of 2 of an off-by-one n, or any wrong clamp.
+func checkJitterSpec(t *testing.T, name string, n int, base, max, prev time.Duration, u float64, got time.Duration) {
+	t.Helper()
+	e := specJitter(name, n, base, max, prev, u)
+	g := new(big.Rat).SetInt64(int64(got))
+	if name == "NoJitter" {
+		if g.Cmp(e) != 0 {
+			t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %s", name, n, base, max, prev, u, got, e.RatString())
+		}
+		return
+	}
+	eps := new(big.Rat).Mul(e, big.NewRat(1, 1<<48))
+	below := big.NewRat(1, 1)
+	if name == "EqualJitter" {
+		below = big.NewRat(3, 2)
+	}
+	lo := new(big.Rat).Sub(e, below)
+	lo.Sub(lo, eps)
+	hi := new(big.Rat).Add(e, eps)
+	if g.Cmp(lo) < 0 || g.Cmp(hi) > 0 {
+		t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %s within [-%s-ε, +ε], ε = %s",
+			name, n, base, max, prev, u, got, e.FloatString(3), below.FloatString(1), eps.FloatString(3))
 	}
 }
