@@ -6,9 +6,11 @@ import (
 	"time"
 )
 
-// RetryExhausted is the error Do returns when fn failed with a retryable
-// error and Do stopped trying. It says how many attempts ran, for how long,
-// why Do stopped, and what failed last.
+// RetryExhausted is the error Do returns when it stops trying although fn's
+// last error was not final: out of attempts, out of time, out of budget, a
+// hint too long, the Sleeper failed, or ctx is done (whatever fn returned).
+// It says how many attempts ran, for how long, why Do stopped, and what
+// failed last.
 //
 // errors.Is and errors.As reach both Last and Cause through it, so
 // errors.Is(err, context.Canceled) and errors.As(err, &myErr) work as if

@@ -9,7 +9,9 @@ import "time"
 //   - n is the number of retries already made: 0 for the wait after the
 //     first failure;
 //   - base and max are the Policy's BaseDelay and MaxDelay;
-//   - prev is the previous wait, or base before the first;
+//   - prev is what this Jitter chose for the previous wait (clamped to
+//     [0, max], and before any RetryAfter hint raised it), or base before
+//     the first;
 //   - u is a uniform random number in [0, 1].
 //
 // The functions in this package never return a negative wait nor one above

@@ -31,6 +31,11 @@
 // for that one wait: Do never calls fn again sooner, and gives up at once
 // if the hint is longer than MaxDelay or does not end before a deadline.
 //
+// Policy.OnRetry and Policy.OnDone observe each retry and each call, with
+// the ctx of the call they report on. Policy.Clock and Policy.Sleeper
+// replace the real clock and timer, so code that retries can be tested on
+// fake time. Do starts no goroutines.
+//
 // # fn must be safe to call again
 //
 // Do calls fn once per attempt, so everything an attempt needs must be
@@ -40,11 +45,6 @@
 // a Deadline or AttemptTimeout, fn's ctx is cancelled as soon as fn
 // returns). Retry an operation that may already have taken effect, such as
 // a POST that reached the server, only if it is idempotent.
-//
-// Policy.OnRetry and Policy.OnDone observe each retry and each call, with
-// the ctx of the call they report on. Policy.Clock and Policy.Sleeper
-// replace the real clock and timer, so code that retries can be tested on
-// fake time. Do starts no goroutines.
 package retry
 
 import (
