@@ -421,10 +421,12 @@ func specJitter(name string, n int, base, max, prev time.Duration, u float64) *b
 // by up to 1ns for the truncation (1.5ns for EqualJitter, whose halves of
 // an odd d are whole nanoseconds too), and either side of it by
 // ε = e·2⁻⁴⁸ for float64 rounding: each float64 operation is off by at
-// most 2⁻⁵³ of its result, and DecorrelatedJitter's handful of them,
-// some on operands up to 3·p, stay well within 32 of those. ε is below
-// 1ns up to e = 2⁴⁸ns (3 days) and 32µs at the top of the range: far less
-// than the factor of 2 of an off-by-one n, or any wrong clamp.
+// most 2⁻⁵³ of its result, and DecorrelatedJitter makes about seven (3·p
+// among them), so the error stays below 8·2⁻⁵³ = 2⁻⁵⁰ of e; three million
+// random arguments near the edges showed at most 2⁻⁵¹, and 2⁻⁴⁸ leaves
+// a margin. ε is below 1ns up to e = 2⁴⁸ns (3 days) and 32µs at the top
+// of the range: far less than the factor of 2 of an off-by-one n, or any
+// wrong clamp.
 func checkJitterSpec(t *testing.T, name string, n int, base, max, prev time.Duration, u float64, got time.Duration) {
 	t.Helper()
 	e := specJitter(name, n, base, max, prev, u)
