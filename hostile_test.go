@@ -95,11 +95,20 @@ func TestHostileJitter(t *testing.T) {
 	} {
 		w, want := tt.w, tt.want
 		ft := newFakeTime()
-		bad := func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration { return w }
+		var prevs, chosen []time.Duration
+		bad := func(_ int, _, _, prev time.Duration, _ float64) time.Duration { prevs = append(prevs, prev); return w }
 		p := ft.with(Policy{MaxAttempts: 3, MaxDelay: time.Second, Jitter: bad})
+		p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) { chosen = append(chosen, wait) }
 		Do(context.Background(), (&flaky{n: 5, err: errBoom}).call, p)
 		if got := ft.Waits(); !slices.Equal(got, []time.Duration{want, want}) {
 			t.Errorf("Jitter returning %v: waits = %v; want [%v %v], clamped into [0, MaxDelay]", w, got, want, want)
+		}
+		// OnRetry and the next call's prev see the clamped wait too
+		if !slices.Equal(chosen, []time.Duration{want, want}) {
+			t.Errorf("Jitter returning %v: OnRetry waits = %v; want [%v %v]", w, chosen, want, want)
+		}
+		if wantPrevs := []time.Duration{DefaultBaseDelay, want}; !slices.Equal(prevs, wantPrevs) {
+			t.Errorf("Jitter returning %v: prev = %v; want %v", w, prevs, wantPrevs)
 		}
 	}
 }

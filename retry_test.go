@@ -388,6 +388,8 @@ func TestRetryAfterHint(t *testing.T) {
 			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
 		{"positive hint outside another", wrapHint{3 * time.Second, hintErr(2 * time.Second)}, Policy{MaxAttempts: 2}, 0,
 			[]time.Duration{3 * time.Second}, MaxAttemptsReached},
+		{"1ns hint outside a longer one", wrapHint{1, hintErr(2 * time.Second)}, Policy{MaxAttempts: 2, Jitter: zeroJitter}, 0,
+			[]time.Duration{1}, MaxAttemptsReached}, // the first positive hint counts, however short
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -484,6 +486,43 @@ func TestInvalidPolicy(t *testing.T) {
 			fn := &flaky{}
 			if err := Do(context.Background(), fn.call, tt.p); !errors.Is(err, ErrInvalidPolicy) || fn.calls != 0 {
 				t.Errorf("Do() = %v after %d calls; want ErrInvalidPolicy after 0", err, fn.calls)
+			}
+		})
+	}
+}
+
+// TestInvalidPolicyMessage: Validate names the first field out of range,
+// in the order of Policy's fields, and the smallest negative value, -1ns,
+// is out of range like any other.
+func TestInvalidPolicyMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		p    Policy
+		want string
+	}{
+		{"MaxAttempts -1", Policy{MaxAttempts: -1},
+			"retry: invalid policy: MaxAttempts is -1; want 0 (meaning 5) or more"},
+		{"BaseDelay -1ns", Policy{BaseDelay: -1},
+			"retry: invalid policy: BaseDelay is -1ns; want 0 (meaning 100ms) or more"},
+		{"MaxDelay -1ns", Policy{MaxDelay: -1},
+			"retry: invalid policy: MaxDelay is -1ns; want 0 (meaning 30s) or more"},
+		{"Deadline -1ns", Policy{Deadline: -1},
+			"retry: invalid policy: Deadline is -1ns; want 0 (meaning none) or more"},
+		{"AttemptTimeout -1ns", Policy{AttemptTimeout: -1},
+			"retry: invalid policy: AttemptTimeout is -1ns; want 0 (meaning none) or more"},
+		{"MaxDelay before Deadline and Budget", Policy{MaxDelay: -time.Second, Deadline: -time.Second, Budget: NewBudget(2, 1)},
+			"retry: invalid policy: MaxDelay is -1s; want 0 (meaning 30s) or more"},
+		{"MaxDelay below BaseDelay", Policy{BaseDelay: time.Second, MaxDelay: time.Second - 1},
+			"retry: invalid policy: MaxDelay 999.999999ms is below BaseDelay 1s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.p.Validate(); err == nil || err.Error() != tt.want {
+				t.Errorf("Validate() = %v; want %q", err, tt.want)
+			}
+			fn := &flaky{}
+			if err := Do(context.Background(), fn.call, tt.p); err == nil || err.Error() != tt.want || fn.calls != 0 {
+				t.Errorf("Do() = %v after %d calls; want %q after 0", err, fn.calls, tt.want)
 			}
 		})
 	}
@@ -1090,4 +1129,104 @@ func TestTypedNilWhoseRetryAfterDereferences(t *testing.T) {
 	var typedNil *ptrHint
 	Do(context.Background(), func(context.Context) error { return typedNil }, newFakeTime().with(Policy{}))
 	t.Errorf("Do() returned; want the panic of (*ptrHint)(nil).RetryAfter")
+}
+
+// TestTimeLeftAtTheEdge: with 1ns left before a deadline, a wait of 0
+// ends before it, so Do retries at once; with nothing left, the deadline
+// has passed, whatever the hint.
+func TestTimeLeftAtTheEdge(t *testing.T) {
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		callCost   time.Duration // fake time the first call takes
+		err        error         // what fn returns
+		reason     Reason
+		attempts   int
+		waits      []time.Duration
+	}{
+		{"1ns before Deadline", Policy{Deadline: time.Second}, 0, time.Second - 1, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
+		{"1ns before Deadline, 1ns hint", Policy{Deadline: time.Second}, 0, time.Second - 1, hintErr(1), HintTooLong, 1, nil},
+		{"at Deadline", Policy{Deadline: time.Second}, 0, time.Second, errBoom, DeadlineReached, 1, nil},
+		{"1ns before ctx deadline", Policy{}, time.Hour, time.Hour - 1, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
+		{"1ns before ctx deadline, 1ns hint", Policy{}, time.Hour, time.Hour - 1, hintErr(1), HintTooLong, 1, nil},
+		{"at ctx deadline", Policy{}, time.Hour, time.Hour, errBoom, ContextDone, 1, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
+			calls := 0
+			fn := func(context.Context) error {
+				if calls++; calls == 1 {
+					ft.advance(tt.callCost)
+				}
+				return tt.err
+			}
+			p := tt.p
+			p.MaxAttempts, p.Jitter = 2, zeroJitter
+			err := Do(ctx, fn, ft.with(p))
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != tt.reason || re.Attempts != tt.attempts {
+				t.Errorf("Do() = %v; want %v after %d attempts", err, tt.reason, tt.attempts)
+			}
+			if got := ft.Waits(); !slices.Equal(got, tt.waits) {
+				t.Errorf("Do() waits = %v; want %v", got, tt.waits)
+			}
+			if tt.reason == ContextDone && (re == nil || re.Cause != context.DeadlineExceeded) {
+				t.Errorf("Do() = %v; want Cause context.DeadlineExceeded", err)
+			}
+		})
+	}
+}
+
+// TestFnCtxWithA1nsDeadline: the smallest Deadline still bounds fn's ctx.
+func TestFnCtxWithA1nsDeadline(t *testing.T) {
+	ft := newFakeTime()
+	var left time.Duration
+	ok := false
+	Do(context.Background(), func(ctx context.Context) error {
+		var dl time.Time
+		dl, ok = ctx.Deadline()
+		left = time.Until(dl)
+		return nil
+	}, ft.with(Policy{Deadline: 1}))
+	if !ok || left > 1 {
+		t.Errorf("fn's ctx ends in %v (has deadline %v); want at most 1ns", left, ok)
+	}
+}
+
+// TestOnRetryTimeComesOffTheSleep: the Sleeper is asked for the chosen
+// wait less the time OnRetry took on Clock, never for less than 0, and
+// never for more than the wait when the Clock goes backwards in OnRetry.
+func TestOnRetryTimeComesOffTheSleep(t *testing.T) {
+	tests := []struct {
+		name    string
+		onRetry time.Duration // fake time that OnRetry takes
+		want    time.Duration // what the Sleeper is asked for
+	}{
+		{"OnRetry takes no time", 0, 100 * time.Millisecond},
+		{"OnRetry takes 30ms", 30 * time.Millisecond, 70 * time.Millisecond},
+		{"OnRetry takes the whole wait", 100 * time.Millisecond, 0},
+		{"OnRetry outlasts the wait", 2 * time.Second, 0},
+		{"the Clock goes back an hour in OnRetry", -time.Hour, 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			var chosen []time.Duration
+			p := ft.with(Policy{MaxAttempts: 2, Jitter: NoJitter})
+			p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
+				chosen = append(chosen, wait)
+				ft.advance(tt.onRetry)
+			}
+			Do(context.Background(), failOnce, p)
+			if want := []time.Duration{100 * time.Millisecond}; !slices.Equal(chosen, want) {
+				t.Errorf("OnRetry waits = %v; want %v", chosen, want)
+			}
+			if got, want := ft.Waits(), []time.Duration{tt.want}; !slices.Equal(got, want) {
+				t.Errorf("Sleeper waits = %v; want %v", got, want)
+			}
+		})
+	}
 }

@@ -110,6 +110,19 @@ func TestDefaultSleeperZeroWait(t *testing.T) {
 	})
 }
 
+func TestDefaultSleeperOneNanosecondWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var at []time.Duration
+		fn := func(context.Context) error { at = append(at, time.Since(start)); return errBoom }
+		Do(context.Background(), fn, Policy{MaxAttempts: 3, BaseDelay: 1, MaxDelay: 1, Jitter: NoJitter})
+		// the shortest wait is still waited
+		if want := []time.Duration{0, 1, 2}; !slices.Equal(at, want) {
+			t.Errorf("calls at %v; want %v", at, want)
+		}
+	})
+}
+
 // hang is an fn that blocks until its ctx ends, then returns ctx's error.
 func hang(ctx context.Context) error {
 	<-ctx.Done()
