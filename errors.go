@@ -128,18 +128,6 @@ func permanent(err error) (error, bool) {
 	})
 }
 
-// retryAfter returns the first positive RetryAfter hint in err's chain, or 0.
-func retryAfter(err error) time.Duration {
-	var hint time.Duration
-	find(err, func(err error) bool {
-		if h, ok := err.(interface{ RetryAfter() time.Duration }); ok {
-			hint = max(h.RetryAfter(), 0)
-		}
-		return hint > 0
-	})
-	return hint
-}
-
 // find reports whether match holds for an error in err's chain, which it
 // walks depth first, as errors.As does. A type switch, not errors.As,
 // keeps the walk free of reflection and allocation.
