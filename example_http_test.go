@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httptrace"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,99 +18,58 @@ import (
 	"github.com/quietwire/retry"
 )
 
-// httpCall is an HTTP request that Do can send again: each attempt builds
-// the request anew from these fields, body included.
-type httpCall struct {
-	client      *http.Client
-	method, url string
-	header      http.Header // such as an Idempotency-Key
-	body        []byte
-	now         func() time.Time // time.Now, or a fake clock in tests
-}
-
-// attempt sends the request once and returns the response body, read in
-// full, for retry.DoValue(ctx, c.attempt, p). Do retries its error unless
-// it is marked Permanent: a 4xx other than 408 and 429, or any failure of
-// a request that is not idempotent once the server may have it.
-func (c *httpCall) attempt(ctx context.Context) ([]byte, error) {
-	var reached atomic.Bool // the server may have the request: it was written, or answered
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest:         func(httptrace.WroteRequestInfo) { reached.Store(true) },
-		GotFirstResponseByte: func() { reached.Store(true) },
-	})
-	req, err := http.NewRequestWithContext(ctx, c.method, c.url, bytes.NewReader(c.body))
-	if err != nil {
-		return nil, retry.Permanent(err) // a bad method or URL
-	}
-	maps.Copy(req.Header, c.header)
-	body, err := c.send(req)
-	status, _ := err.(*statusError)
-	switch {
-	case err == nil:
-		return body, nil
-	case reached.Load() && !idempotent(req): // the server may have acted on it
-		return nil, retry.Permanent(err)
-	case status != nil && status.code < 500 && status.code != 408 && status.code != 429:
-		return nil, retry.Permanent(err) // the same request would fail the same way
-	}
-	return nil, err // a network error or a timeout, even mid-body; a 408, 429 or 5xx
-}
-
-// send sends req and returns the response body, read in full and closed,
-// or a *statusError for a status of 400 or more.
-func (c *httpCall) send(req *http.Request) ([]byte, error) {
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body) // a reset mid-body fails this attempt
-	if resp.StatusCode >= 400 {
-		after := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
-		return nil, &statusError{resp.StatusCode, after}
-	}
+// getBody is the README's GET client, as a function for the examples.
+func getBody(ctx context.Context, client *http.Client, url string, p retry.Policy) ([]byte, error) {
+	body, err := retry.DoValue(ctx, func(ctx context.Context) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, retry.Permanent(err) // a malformed URL
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err // a network error or a timeout: retried
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body) // inside fn: a reset mid-body is retried too
+		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
+			return nil, retry.After(wait, errors.New(resp.Status)) // retried, no sooner than asked
+		} else if code >= 400 {
+			return nil, retry.Permanent(errors.New(resp.Status)) // would fail the same way again
+		}
+		return body, err
+	}, p)
 	return body, err
 }
 
-// idempotent reports whether sending req twice does what sending it once
-// does: its method says so (RFC 9110, 9.2.2), or it has an Idempotency-Key
-// by which the server recognises a repeat.
-func idempotent(req *http.Request) bool {
-	switch req.Method {
-	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
-		return true
-	}
-	return req.Header.Get("Idempotency-Key") != ""
+// postOrder is the README's POST client, as a function for the examples.
+func postOrder(ctx context.Context, client *http.Client, url, key string, order []byte, p retry.Policy) ([]byte, error) {
+	body, err := retry.DoValue(ctx, func(ctx context.Context) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(order))
+		if err != nil {
+			return nil, retry.Permanent(err)
+		}
+		req.Header.Set("Idempotency-Key", key) // the server answers a repeat with its first answer
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
+			return nil, retry.After(wait, errors.New(resp.Status))
+		} else if code >= 400 {
+			return nil, retry.Permanent(errors.New(resp.Status))
+		}
+		return body, err
+	}, p)
+	return body, err
 }
 
-// statusError is a response whose status code says the request failed.
-type statusError struct {
-	code  int
-	after time.Duration // the wait that Retry-After asks for; 0 if none
-}
-
-func (e *statusError) Error() string {
-	return strconv.Itoa(e.code) + " " + http.StatusText(e.code)
-}
-
-// RetryAfter is the least wait before the next attempt: Do never calls
-// sooner, and gives up at once if it is longer than Policy.MaxDelay.
-func (e *statusError) RetryAfter() time.Duration { return e.after }
-
-// parseRetryAfter returns the wait that a Retry-After header asks for, as
-// delay-seconds or as an HTTP-date, or 0 if it is empty, invalid or past.
-func parseRetryAfter(header string, now time.Time) time.Duration {
-	if secs, err := strconv.ParseUint(header, 10, 32); err == nil || errors.Is(err, strconv.ErrRange) {
-		return time.Duration(secs) * time.Second // too large: 1<<32-1 seconds, no overflow
-	}
-	if date, err := http.ParseTime(header); err == nil {
-		return max(date.Sub(now), 0)
-	}
-	return 0
-}
-
-// A GET retried on a 503 and a 429, each with a Retry-After header: the
-// first in seconds, the second an HTTP-date. Each wait is the server's.
+// A GET retried on a 503 and a 429, each with a Retry-After header: each
+// wait is the server's. Fake time, which starts at time.Now(), keeps the
+// example instant.
 func Example_http() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -121,8 +78,7 @@ func Example_http() {
 			w.Header().Set("Retry-After", "2")
 			w.WriteHeader(http.StatusServiceUnavailable)
 		case 2:
-			retryAt := time.Date(2026, 12, 2, 12, 0, 5, 0, time.UTC) // 3s after the client's clock, below
-			w.Header().Set("Retry-After", retryAt.Format(http.TimeFormat))
+			w.Header().Set("Retry-After", "3")
 			w.WriteHeader(http.StatusTooManyRequests)
 		default:
 			fmt.Fprint(w, "hello")
@@ -130,7 +86,7 @@ func Example_http() {
 	}))
 	defer srv.Close()
 
-	ft := &fakeTime{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	ft := &fakeTime{now: time.Now()}
 	p := retry.Policy{
 		MaxDelay:       10 * time.Second, // and no hint is trusted beyond it
 		AttemptTimeout: 5 * time.Second,
@@ -138,11 +94,10 @@ func Example_http() {
 		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
 			fmt.Printf("attempt %d: %v; retrying in %v\n", attempt, err, wait)
 		},
-		Clock:   ft, // fake time keeps the example instant; real code leaves
-		Sleeper: ft, // Clock and Sleeper nil
+		Clock:   ft, // real code leaves Clock and Sleeper nil
+		Sleeper: ft,
 	}
-	c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL, now: ft.Now}
-	body, err := retry.DoValue(context.Background(), c.attempt, p)
+	body, err := getBody(context.Background(), srv.Client(), srv.URL, p)
 	fmt.Printf("%s %v\n", body, err)
 	// Output:
 	// attempt 1: 503 Service Unavailable; retrying in 2s
@@ -159,8 +114,7 @@ func Example_httpNotFound() {
 	}))
 	defer srv.Close()
 
-	c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL + "/missing", now: time.Now}
-	_, err := retry.DoValue(context.Background(), c.attempt, retry.Policy{Sleeper: noWait})
+	_, err := getBody(context.Background(), srv.Client(), srv.URL+"/missing", retry.Policy{Sleeper: noWait})
 	fmt.Println(err, "after", hits.Load(), "call")
 	// Output: 404 Not Found after 1 call
 }
@@ -174,21 +128,21 @@ func Example_httpHintTooLong() {
 	}))
 	defer srv.Close()
 
-	ft := &fakeTime{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	ft := &fakeTime{now: time.Now()}
 	p := retry.Policy{MaxDelay: 10 * time.Second, Clock: ft, Sleeper: ft}
-	c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL, now: ft.Now}
-	_, err := retry.DoValue(context.Background(), c.attempt, p)
+	_, err := getBody(context.Background(), srv.Client(), srv.URL, p)
 	fmt.Println(err)
 	// Output: retry: gave up after 1 attempt in 0s (retry-after hint too long): 503 Service Unavailable
 }
 
 // A POST with a body and an Idempotency-Key, retried after a 503: each
-// attempt builds its own request, so the server gets the whole body twice.
+// attempt builds its own request, so the server gets the whole body twice,
+// with the same key.
 func Example_httpPost() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
-		fmt.Printf("server: %s, %d bytes of %d, %v\n", body, len(body), r.ContentLength, err)
+		fmt.Printf("server: %s, %d bytes of %d, key %s, %v\n", body, len(body), r.ContentLength, r.Header.Get("Idempotency-Key"), err)
 		if hits.Add(1) == 1 {
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -199,74 +153,20 @@ func Example_httpPost() {
 	}))
 	defer srv.Close()
 
-	ft := &fakeTime{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	ft := &fakeTime{now: time.Now()}
 	p := retry.Policy{
 		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
 			fmt.Printf("attempt %d: %v; retrying in %v\n", attempt, err, wait)
 		},
 		Clock: ft, Sleeper: ft,
 	}
-	c := &httpCall{
-		client: http.DefaultClient, method: http.MethodPost, url: srv.URL,
-		header: http.Header{"Idempotency-Key": {"order-7"}},
-		body:   []byte(`{"n":1}`),
-		now:    ft.Now,
-	}
-	body, err := retry.DoValue(context.Background(), c.attempt, p)
+	body, err := postOrder(context.Background(), srv.Client(), srv.URL, "order-7", []byte(`{"n":1}`), p)
 	fmt.Printf("%s %v\n", body, err)
 	// Output:
-	// server: {"n":1}, 7 bytes of 7, <nil>
+	// server: {"n":1}, 7 bytes of 7, key order-7, <nil>
 	// attempt 1: 503 Service Unavailable; retrying in 1s
-	// server: {"n":1}, 7 bytes of 7, <nil>
+	// server: {"n":1}, 7 bytes of 7, key order-7, <nil>
 	// created <nil>
-}
-
-// A POST that reached the server, and whose answer was lost, is not sent
-// again: the server may have acted on it. With an Idempotency-Key it is,
-// since the server answers a repeat as it answered the first request.
-func Example_httpIdempotencyKey() {
-	var mu sync.Mutex
-	answers := map[string]string{} // by Idempotency-Key
-	placed := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // the whole request reached the server
-		mu.Lock()
-		defer mu.Unlock()
-		key := r.Header.Get("Idempotency-Key")
-		if answer, ok := answers[key]; ok && key != "" {
-			fmt.Fprint(w, answer) // a repeat: the first answer, and no new order
-			return
-		}
-		placed++
-		answers[key] = "order " + strconv.Itoa(placed)
-		fmt.Println("server: placed order", placed)
-		conn, _, _ := w.(http.Hijacker).Hijack() // and the connection fails before the answer
-		conn.Close()
-	}))
-	defer srv.Close()
-
-	p := retry.Policy{
-		OnRetry: func(_ context.Context, attempt int, err error, _ time.Duration) {
-			fmt.Printf("attempt %d: %v; retrying\n", attempt, strings.ReplaceAll(err.Error(), srv.URL, "$URL"))
-		},
-		Sleeper: noWait,
-	}
-	for _, header := range []http.Header{nil, {"Idempotency-Key": {"order-8"}}} {
-		c := &httpCall{
-			client: http.DefaultClient, method: http.MethodPost, url: srv.URL,
-			header: header,
-			body:   []byte(`{"n":1}`),
-			now:    time.Now,
-		}
-		body, err := retry.DoValue(context.Background(), c.attempt, p)
-		fmt.Printf("key %q: %q, %v\n", header.Get("Idempotency-Key"), body, strings.ReplaceAll(fmt.Sprint(err), srv.URL, "$URL"))
-	}
-	// Output:
-	// server: placed order 1
-	// key "": "", Post "$URL": EOF
-	// server: placed order 2
-	// attempt 1: Post "$URL": EOF; retrying
-	// key "order-8": "order 2", <nil>
 }
 
 // A connection reset halfway through the body fails the attempt that reads
@@ -290,8 +190,7 @@ func Example_httpResetMidBody() {
 		},
 		Sleeper: noWait,
 	}
-	c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL, now: time.Now}
-	body, err := retry.DoValue(context.Background(), c.attempt, p)
+	body, err := getBody(context.Background(), srv.Client(), srv.URL, p)
 	fmt.Printf("%s %v\n", body, err)
 	// Output:
 	// attempt 1: unexpected EOF; retrying
@@ -318,12 +217,163 @@ func Example_httpAttemptTimeout() {
 		},
 		Sleeper: noWait,
 	}
-	c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL, now: time.Now}
-	body, err := retry.DoValue(context.Background(), c.attempt, p)
+	body, err := getBody(context.Background(), srv.Client(), srv.URL, p)
 	fmt.Printf("%s %v\n", body, err)
 	// Output:
 	// attempt 1: Get "$URL": context deadline exceeded; retrying
 	// hello <nil>
+}
+
+// retryTransport is an http.RoundTripper that retries through retry.Do,
+// for clients a program does not write itself, such as an SDK that takes
+// an *http.Client:
+//
+//	client := &http.Client{Transport: &retryTransport{Policy: p}}
+//
+// It retries a network error, a 408, a 429 and a 5xx, no sooner than
+// Retry-After asks, and only a request that is safe to send again: one
+// whose method is idempotent or that has an Idempotency-Key, and whose
+// body, if any, GetBody can rebuild (http.NewRequest sets GetBody for a
+// bytes.Reader, a bytes.Buffer or a strings.Reader). It sends any other
+// request once. When it gives up on a status, it returns the last
+// response, as a client without retries would.
+//
+// Policy must leave AttemptTimeout and Deadline 0: the caller reads the
+// body after RoundTrip returns, and Do cancels the attempt's ctx when fn
+// returns. Bound the whole exchange with http.Client.Timeout or the
+// request's ctx instead.
+type retryTransport struct {
+	Base   http.RoundTripper // nil means http.DefaultTransport
+	Policy retry.Policy
+}
+
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if t.Policy.AttemptTimeout != 0 || t.Policy.Deadline != 0 {
+		if req.Body != nil {
+			req.Body.Close() // a RoundTripper closes the body, even on an error
+		}
+		return nil, errors.New("retryTransport: Policy.AttemptTimeout and Deadline must be 0")
+	}
+	if !resendable(req) {
+		return base.RoundTrip(req)
+	}
+	var last *http.Response // the last response with a retryable status
+	sent := 0
+	resp, err := retry.DoValue(req.Context(), func(ctx context.Context) (*http.Response, error) {
+		sent++
+		r := req.Clone(ctx)
+		if sent > 1 && req.GetBody != nil {
+			body, err := req.GetBody() // the first attempt consumed req.Body
+			if err != nil {
+				return nil, retry.Permanent(err)
+			}
+			r.Body = body
+		}
+		resp, err := base.RoundTrip(r)
+		if err != nil {
+			return nil, err // a network error: retried
+		}
+		if code := resp.StatusCode; code != 408 && code != 429 && code < 500 {
+			return resp, nil // a success, or a status that another attempt would not change
+		}
+		body, _ := io.ReadAll(resp.Body) // drain and close now: the connection is free during the wait
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		last = resp
+		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return nil, retry.After(wait, errors.New(resp.Status))
+	}, t.Policy)
+	if err != nil && last != nil && req.Context().Err() == nil {
+		return last, nil // Do gave up on a status: the caller sees the response
+	}
+	return resp, err
+}
+
+// resendable reports whether req may be sent more than once: its method
+// is idempotent (RFC 9110, section 9.2.2) or it has an Idempotency-Key,
+// and it has no body or one that GetBody can rebuild.
+func resendable(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return req.Header.Get("Idempotency-Key") != ""
+}
+
+var _ http.RoundTripper = (*retryTransport)(nil)
+
+// An http.Client whose Transport retries: a POST with an Idempotency-Key is
+// sent again, its whole body each time; a POST without one, or with a body
+// that cannot be rebuilt, is sent once; a GET that keeps failing returns
+// its last response, as it would without retries.
+func Example_roundTripper() {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		hits[r.URL.Path]++
+		n := hits[r.URL.Path]
+		mu.Unlock()
+		fmt.Printf("server: %s %s %q\n", r.Method, r.URL.Path, body)
+		if r.URL.Path == "/down" || n == 1 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "done")
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Transport: &retryTransport{Policy: retry.Policy{
+		MaxAttempts: 3,
+		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
+			fmt.Printf("  attempt %d: %v; retrying in %v\n", attempt, err, wait)
+		},
+		Sleeper: noWait,
+	}}}
+	show := func(req *http.Request) {
+		resp, err := client.Do(req)
+		if err != nil {
+			fmt.Println("  error:", err)
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		fmt.Printf("  = %s %q\n", resp.Status, body)
+	}
+
+	keyed, _ := http.NewRequest(http.MethodPost, srv.URL+"/keyed", strings.NewReader("order 7"))
+	keyed.Header.Set("Idempotency-Key", "order-7")
+	show(keyed)
+	unkeyed, _ := http.NewRequest(http.MethodPost, srv.URL+"/unkeyed", strings.NewReader("order 8"))
+	show(unkeyed)
+	stream, _ := http.NewRequest(http.MethodPut, srv.URL+"/stream", io.MultiReader(strings.NewReader("chunk")))
+	show(stream)
+	down, _ := http.NewRequest(http.MethodGet, srv.URL+"/down", nil)
+	show(down)
+	// Output:
+	// server: POST /keyed "order 7"
+	//   attempt 1: 503 Service Unavailable; retrying in 1s
+	// server: POST /keyed "order 7"
+	//   = 200 OK "done"
+	// server: POST /unkeyed "order 8"
+	//   = 503 Service Unavailable "busy\n"
+	// server: PUT /stream "chunk"
+	//   = 503 Service Unavailable "busy\n"
+	// server: GET /down ""
+	//   attempt 1: 503 Service Unavailable; retrying in 1s
+	// server: GET /down ""
+	//   attempt 2: 503 Service Unavailable; retrying in 1s
+	// server: GET /down ""
+	//   = 503 Service Unavailable "busy\n"
 }
 
 // TestTour shows the library at work on real calls, with real timers,
@@ -372,8 +422,7 @@ func TestTour(t *testing.T) {
 	} {
 		show("GET %s\n", tt.path)
 		start := time.Now()
-		c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL + tt.path, now: time.Now}
-		body, err := retry.DoValue(context.Background(), c.attempt, p)
+		body, err := getBody(context.Background(), srv.Client(), srv.URL+tt.path, p)
 		got := string(body)
 		if err != nil {
 			got = strings.ReplaceAll(err.Error(), srv.URL, "$URL")
@@ -385,3 +434,69 @@ func TestTour(t *testing.T) {
 		}
 	}
 }
+
+func TestRoundTripper(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, strings.Repeat("busy ", 1000), http.StatusServiceUnavailable)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+
+	t.Run("DrainsWhatItRetries", func(t *testing.T) {
+		conns.Store(0)
+		client := &http.Client{Transport: &retryTransport{Base: srv.Client().Transport, Policy: retry.Policy{MaxAttempts: 4, Sleeper: noWait}}}
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatalf("Get() error = %v; want the last response", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || len(body) != 5001 {
+			t.Errorf("Get() = %d with %d bytes; want 503 with 5001", resp.StatusCode, len(body))
+		}
+		if n := conns.Load(); n != 1 {
+			t.Errorf("4 attempts used %d connections; want 1, each response drained for the next", n)
+		}
+	})
+	t.Run("RequestCtxEndsTheRetries", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		attempts := 0
+		client := &http.Client{Transport: &retryTransport{Policy: retry.Policy{
+			OnRetry: func(context.Context, int, error, time.Duration) { cancel() },
+			OnDone:  func(_ context.Context, n int, _ time.Duration, _ error) { attempts = n },
+			Sleeper: noWait,
+		}}}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		if !errors.Is(err, context.Canceled) || attempts != 1 {
+			t.Errorf("Do() = %v after %d attempts; want context.Canceled after 1", err, attempts)
+		}
+	})
+	t.Run("RejectsAttemptTimeout", func(t *testing.T) {
+		closed := false
+		body := &closeRecorder{Reader: strings.NewReader("x"), closed: &closed}
+		req, _ := http.NewRequest(http.MethodPut, srv.URL, body)
+		_, err := (&retryTransport{Policy: retry.Policy{AttemptTimeout: time.Second}}).RoundTrip(req)
+		if err == nil || !closed {
+			t.Errorf("RoundTrip() = %v, body closed %v; want an error and the body closed", err, closed)
+		}
+	})
+}
+
+type closeRecorder struct {
+	io.Reader
+	closed *bool
+}
+
+func (c *closeRecorder) Close() error { *c.closed = true; return nil }
