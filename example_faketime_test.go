@@ -34,15 +34,17 @@ func busy(t *testing.T, n int32) *httptest.Server {
 func TestGetOnFakeTime(t *testing.T) {
 	srv := busy(t, 2)
 	ft := &fakeTime{now: time.Now()} // not a fixed date: Do measures ctx's deadline on Clock
-	start := ft.now
 	p := retry.Policy{Clock: ft, Sleeper: ft}
 
 	body, err := getBody(context.Background(), srv.Client(), srv.URL, p)
 	if string(body) != "ok" || err != nil {
 		t.Fatalf("getBody() = %q, %v; want ok", body, err)
 	}
-	if waited := ft.now.Sub(start); waited < 4*time.Second {
-		t.Errorf("getBody() waited %v; want at least 4s, as Retry-After asked twice", waited)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err = getBody(ctx, srv.Client(), busy(t, 2).URL, p)
+	if err == nil {
+		t.Errorf("getBody() with a 3s ctx = nil; want an error: 2s and 2s do not fit in 3s")
 	}
 }
 
@@ -59,4 +61,37 @@ func TestGetOnSynctest(t *testing.T) {
 			t.Errorf("getBody() waited %v; want at least 4s, as Retry-After asked twice", waited)
 		}
 	})
+}
+
+// A fake clock must start at time.Now(): Do compares ctx's deadline, set
+// on the real clock, with Clock's readings. From a fixed date in the past,
+// a 500ms deadline looks a long way off, and Do retries through it.
+func TestFakeClockStartsAtTimeNow(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	for _, tt := range []struct {
+		name     string
+		start    time.Time
+		attempts int
+	}{
+		{"TimeNow", time.Now(), 2},
+		{"FixedDate", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 5},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := &fakeTime{now: tt.start}
+			attempts := 0
+			p := retry.Policy{
+				BaseDelay: 200 * time.Millisecond, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft,
+				OnDone: func(_ context.Context, n int, _ time.Duration, _ error) { attempts = n },
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			getBody(ctx, srv.Client(), srv.URL, p)
+			if attempts != tt.attempts {
+				t.Errorf("getBody() with a 500ms ctx made %d attempts; want %d", attempts, tt.attempts)
+			}
+		})
+	}
 }

@@ -199,7 +199,8 @@ func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
 // and no real time: after the call at 7s, the next wait (8s) would end
 // after the 8s Deadline, so Do gives up at once instead of sleeping.
 func ExamplePolicy_fakeTime() {
-	ft := &fakeTime{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	ft := &fakeTime{now: time.Now()} // not a fixed date: Do measures ctx's deadline on Clock
+	start := ft.now
 	p := retry.Policy{
 		MaxAttempts: 10,
 		BaseDelay:   time.Second,
@@ -209,15 +210,15 @@ func ExamplePolicy_fakeTime() {
 		Sleeper:     ft,
 	}
 	err := retry.Do(context.Background(), func(ctx context.Context) error {
-		fmt.Println("call at", ft.now.Format("15:04:05"))
+		fmt.Println("call at", ft.now.Sub(start))
 		return errUnavailable
 	}, p)
 	fmt.Println(err)
 	// Output:
-	// call at 00:00:00
-	// call at 00:00:01
-	// call at 00:00:03
-	// call at 00:00:07
+	// call at 0s
+	// call at 1s
+	// call at 3s
+	// call at 7s
 	// retry: gave up after 4 attempts in 7s (deadline reached): service unavailable
 }
 

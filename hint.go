@@ -15,8 +15,10 @@ import (
 // to err. After(d, nil) is nil, and a d of 0 or less adds no hint: After
 // returns err itself. The hint composes with Permanent, which wins (a
 // Permanent error is not retried, whatever its hint), and with wrapping by
-// fmt.Errorf and %w. When an error's chain holds several hints, Do honours
-// the first positive one, walking the chain as errors.As does.
+// fmt.Errorf and %w. The error has the method RetryAfter() time.Duration,
+// which returns d, so that errors.As can tell whether an error carries a
+// hint. When an error's chain holds several hints, Do honours the first
+// positive one, walking the chain as errors.As does.
 func After(d time.Duration, err error) error {
 	if err == nil || d <= 0 {
 		return err

@@ -92,7 +92,9 @@ type Policy struct {
 
 	// Clock tells the time for Deadline, for ctx's deadline and for
 	// RetryExhausted.Elapsed. nil means the real clock, whose readings are
-	// monotonic.
+	// monotonic. ctx's deadline is set on the real clock, and Do compares
+	// it with Clock's readings: a fake Clock must start at time.Now(), or
+	// a ctx deadline looks nearer or farther than it is.
 	Clock Clock
 
 	// Sleeper waits between attempts. nil means a timer that ends early
@@ -195,7 +197,9 @@ func isNil(x any) bool {
 	return false
 }
 
-// Clock tells the time. Do reads it once when it starts, then only where a
+// Clock tells the time. A fake Clock for tests should start at
+// time.Now(), since Do compares its readings with ctx's deadline, which
+// is on the real clock. Do reads it once when it starts, then only where a
 // deadline, OnRetry or the final error needs it. If it goes backwards, Do counts the
 // elapsed time as zero; if it jumps forward past a deadline, the next
 // failure ends the retries.

@@ -22,14 +22,15 @@
 // fn receives ends at the Deadline, and at Policy.AttemptTimeout after
 // the attempt began, whichever comes first.
 //
-// An error can ask for a minimum wait, as an HTTP Retry-After header does,
-// by having a method
+// An error can ask for a minimum wait, as an HTTP Retry-After header does:
+// fn returns After(d, err), or any error with a method
 //
 //	RetryAfter() time.Duration
 //
 // anywhere in its chain of wrapped errors. A positive result is honoured
 // for that one wait: Do never calls fn again sooner, and gives up at once
 // if the hint is longer than MaxDelay or does not end before a deadline.
+// ParseRetryAfter reads the wait from an HTTP Retry-After header.
 //
 // Policy.OnRetry and Policy.OnDone observe each retry and each call, with
 // the ctx of the call they report on. Policy.Clock and Policy.Sleeper
