@@ -293,3 +293,55 @@ func TestREADMEGoBlocks(t *testing.T) {
 		t.Errorf("README.md has %d checked Go blocks and %d marked not compiled; want at least 5, and 1", blocks, skipped)
 	}
 }
+
+// A server that answers "busy, come back in 2s" gets its 2 seconds: Do
+// waits at least as long as the hint that After attaches. A hint longer
+// than MaxDelay ends the retries at once.
+func ExampleAfter() {
+	errBusy := errors.New("busy")
+	for _, hint := range []time.Duration{2 * time.Second, time.Minute} {
+		ft := &fakeTime{now: time.Now()}
+		calls := 0
+		err := retry.Do(context.Background(), func(ctx context.Context) error {
+			calls++
+			if calls == 1 {
+				return retry.After(hint, errBusy)
+			}
+			return nil
+		}, retry.Policy{
+			MaxDelay: 10 * time.Second,
+			OnRetry: func(_ context.Context, _ int, _ error, wait time.Duration) {
+				fmt.Println("waiting", wait)
+			},
+			Clock:   ft,
+			Sleeper: ft,
+		})
+		fmt.Println(calls, err, errors.Is(err, errBusy))
+	}
+	// Output:
+	// waiting 2s
+	// 2 <nil> false
+	// 1 retry: gave up after 1 attempt in 0s (retry-after hint too long): busy true
+}
+
+// ParseRetryAfter reads both forms of a Retry-After header, and says
+// whether there was a valid one at all.
+func ExampleParseRetryAfter() {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for _, v := range []string{
+		"120",
+		"Thu, 03 Dec 2026 12:00:30 GMT",
+		"Thu, 03 Dec 2026 11:00:00 GMT", // in the past
+		"",
+		"soon",
+	} {
+		d, ok := retry.ParseRetryAfter(v, now)
+		fmt.Printf("%q: %v %v\n", v, d, ok)
+	}
+	// Output:
+	// "120": 2m0s true
+	// "Thu, 03 Dec 2026 12:00:30 GMT": 30s true
+	// "Thu, 03 Dec 2026 11:00:00 GMT": 0s true
+	// "": 0s false
+	// "soon": 0s false
+}
