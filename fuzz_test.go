@@ -184,3 +184,41 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 		t.Fatalf("Do() = %v; want nil, fn's error or a *RetryExhausted", err)
 	}
 }
+
+// FuzzParseRetryAfter checks ParseRetryAfter on arbitrary values and
+// instants now (in UTC, from 1677 to 2262): no panic, d never negative, d
+// 0 when ok is false, and d and ok as oracleRetryAfter, written from RFC
+// 9110's grammar and not with hint.go's helpers, says.
+func FuzzParseRetryAfter(f *testing.F) {
+	now := time.Date(1994, time.November, 6, 8, 49, 37, 0, time.UTC).UnixNano()
+	f.Add("120", now)
+	f.Add(" \t0\t ", now)
+	f.Add("9223372037", now)
+	f.Add("-1", now)
+	f.Add("", now)
+	f.Add("Sun, 06 Nov 1994 08:51:37 GMT", now)
+	f.Add("Thu, 31 Dec 1998 23:59:60 GMT", now)
+	f.Add("Thu, 29 Feb 1996 00:00:00 GMT", now)
+	f.Add("Sunday, 06-Nov-94 08:49:38 GMT", now)
+	f.Add("Saturday, 01-Jan-50 00:00:00 GMT", time.Date(2000, time.January, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	f.Add("Friday, 01-Jan-00 00:00:00 GMT", time.Date(2050, time.January, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	f.Add("Sun Nov  6 08:50:37 1994", now)
+	f.Add("Wed Nov 16 08:49:37 1994", now)
+	f.Add("Sun Nov 6 08:50:37 1994", now)
+	f.Add("sun, 06 Nov 1994 08:51:37 gmt", now)
+	f.Add("Fri, 31 Dec 9999 23:59:59 GMT", int64(math.MinInt64))
+	f.Add("Sat, 01 Jan 0000 00:00:00 GMT", int64(math.MaxInt64))
+	f.Fuzz(func(t *testing.T, value string, nowNanos int64) {
+		now := time.Unix(0, nowNanos).UTC()
+		d, ok := ParseRetryAfter(value, now)
+		switch {
+		case d < 0:
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v, %v; want d >= 0", value, now, d, ok)
+		case !ok && d != 0:
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v, false; want d 0 when ok is false", value, now, d)
+		}
+		if wd, wok := oracleRetryAfter(value, now); d != wd || ok != wok {
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v, %v; want %v, %v, as the oracle says", value, now, d, ok, wd, wok)
+		}
+	})
+}
