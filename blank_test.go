@@ -430,8 +430,7 @@ func TestBlankDecorrelatedJitter(t *testing.T) {
 // blankFullJitter is the full-jitter line that the block gives in a
 // comment, as code: TestBlankFullJitter checks that the two say the same,
 // and pins it. n is the number of calls made, as in the block.
-func blankFullJitter(r retrier, n int) time.Duration {
-	var wait time.Duration
+func blankFullJitter(r retrier, n int) (wait time.Duration) {
 	wait = uniform(0, time.Duration(min(float64(r.cap), float64(r.base)*math.Exp2(float64(n-1)))), r.random())
 	return wait
 }
