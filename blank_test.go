@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -524,5 +525,28 @@ func TestBlankCtxDoneDuringCall(t *testing.T) {
 	blankGaveUp(t, err, 1, last)
 	if calls != 1 {
 		t.Errorf("do() calls = %d; want 1", calls)
+	}
+}
+
+// TestBlankProductionKnobs runs the knobs that the README gives for
+// production, on real time, with a call that succeeds at once.
+func TestBlankProductionKnobs(t *testing.T) {
+	_, section := blankSources(t)
+	src, err := os.ReadFile("blank_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "\tr := "
+	_, line, _ := bytes.Cut(src, []byte("\n"+prefix+"retrier{attempts: 5"))
+	line, _, _ = bytes.Cut(line, []byte("\n"))
+	if want := "`retrier{attempts: 5" + string(line) + "`"; !strings.Contains(section, want) {
+		t.Errorf("README.md's section %q does not give the knobs %s", strings.TrimSpace(blankHeading), want)
+	}
+
+	isRetryable := blankRetryable
+	r := retrier{attempts: 5, base: 100 * time.Millisecond, cap: 30 * time.Second, retryable: isRetryable, now: time.Now, after: time.After, random: rand.Float64}
+	calls := 0
+	if err := r.do(context.Background(), func(context.Context) error { calls++; return nil }); err != nil || calls != 1 {
+		t.Errorf("do() = %v after %d calls; want nil after 1", err, calls)
 	}
 }
