@@ -184,11 +184,12 @@ func parseLayout(s, layout string, now time.Time) (time.Time, bool) {
 // years that end 50 years after now's: a year that would be more than 50
 // years ahead is the one a century earlier (RFC 9110, section 5.6.7).
 func century(yy int, now time.Time) int {
-	year := now.Year() - now.Year()%100 + yy
+	this := now.UTC().Year() // an HTTP-date is in GMT
+	year := this - this%100 + yy
 	switch {
-	case year > now.Year()+50:
+	case year > this+50:
 		return year - 100
-	case year <= now.Year()-50:
+	case year <= this-50:
 		return year + 100
 	}
 	return year

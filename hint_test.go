@@ -772,3 +772,15 @@ func mutate(r *rand.Rand, v string) string {
 	}
 	return v + []string{" ", "\t", "\n", "\r", "\v", "\u00a0", "x", "0"}[r.IntN(8)]
 }
+
+// The RFC 850 century window counts from now's year in GMT, as the date
+// is: just before New Year in UTC, a zone already in the new year must not
+// move the window.
+func TestParseRetryAfterCenturyInGMT(t *testing.T) {
+	utc := time.Date(2026, 12, 31, 23, 0, 0, 0, time.UTC) // 2027 in UTC+14; "77" is 2077 from 2027, 1977 from 2026
+	now := utc.In(time.FixedZone("UTC+14", 14*3600))
+	d, ok := ParseRetryAfter("Friday, 01-Jan-77 00:00:00 GMT", now)
+	if !ok || d != 0 {
+		t.Errorf("ParseRetryAfter(01-Jan-77, %v) = %v, %v; want 0, true (1977, in the past)", now, d, ok)
+	}
+}
