@@ -179,7 +179,7 @@ func Example_httpHintTooLong() {
 	c := &httpCall{client: http.DefaultClient, method: http.MethodGet, url: srv.URL, now: ft.Now}
 	_, err := retry.DoValue(context.Background(), c.attempt, p)
 	fmt.Println(err)
-	// Output: retry: gave up after 1 attempt in 0s (retry-after hint too long): 503 Service Unavailable
+	// Output: retry: gave up after 1 attempt in 0s (retry-after hint too long: 2m0s, above MaxDelay 10s): 503 Service Unavailable
 }
 
 // A POST with a body and an Idempotency-Key, retried after a 503: each

@@ -218,7 +218,7 @@ func ExamplePolicy_fakeTime() {
 	// call at 00:00:01
 	// call at 00:00:03
 	// call at 00:00:07
-	// retry: gave up after 4 attempts in 7s (deadline reached): service unavailable
+	// retry: gave up after 4 attempts in 7s (deadline reached: next wait 8s, with 1s left before Policy.Deadline): service unavailable
 }
 
 // One Budget per downstream service, shared by every call to it: during
