@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -144,22 +145,29 @@ func (p *Policy) validate() error {
 	if err := p.Budget.validate(); err != nil {
 		return err
 	}
-	if base, max := p.delays(); max < base {
-		return invalid("MaxDelay %v is below BaseDelay %v", max, base)
+	if p.MaxDelay > 0 && p.MaxDelay < p.BaseDelay { // a zero one derives from the other: only two set values can contradict
+		return invalid("MaxDelay %v is below BaseDelay %v", p.MaxDelay, p.BaseDelay)
 	}
 	return nil
 }
 
-// delays returns BaseDelay and MaxDelay with their defaults filled in.
-func (p *Policy) delays() (base, max time.Duration) {
-	base, max = p.BaseDelay, p.MaxDelay
-	if base == 0 {
-		base = DefaultBaseDelay
+// delays returns BaseDelay and MaxDelay with their defaults filled in. A
+// zero one derives from the other, keeping MaxDelay at least 3×BaseDelay,
+// so that DecorrelatedJitter still spreads the first waits of a fleet over
+// [BaseDelay, 3×BaseDelay) and does not put part of it on the cap at once.
+func (p *Policy) delays() (baseDelay, maxDelay time.Duration) {
+	base, top := p.BaseDelay, p.MaxDelay
+	switch {
+	case base == 0 && top == 0:
+		return DefaultBaseDelay, DefaultMaxDelay
+	case base == 0:
+		return min(DefaultBaseDelay, top/3), top
+	case top == 0 && base > math.MaxInt64/3:
+		return base, math.MaxInt64 // 3×base saturates
+	case top == 0:
+		return base, max(DefaultMaxDelay, 3*base)
 	}
-	if max == 0 {
-		max = DefaultMaxDelay
-	}
-	return base, max
+	return base, top
 }
 
 func invalid(format string, args ...any) error {

@@ -489,7 +489,7 @@ func TestInvalidPolicy(t *testing.T) {
 		{Policy{Clock: ClockFunc(nil)}, "Clock is a nil ClockFunc"},
 		{Policy{Sleeper: SleeperFunc(nil)}, "Sleeper is a nil SleeperFunc"},
 		{Policy{BaseDelay: time.Second, MaxDelay: time.Millisecond}, "MaxDelay"},
-		{Policy{BaseDelay: time.Minute}, "MaxDelay 30s is below BaseDelay 1m0s"},
+		{Policy{BaseDelay: time.Minute, MaxDelay: 30 * time.Second}, "MaxDelay 30s is below BaseDelay 1m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
