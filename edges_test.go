@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -333,5 +334,60 @@ func TestNoStaleDocs(t *testing.T) {
 				t.Errorf("%s says %q", name, s)
 			}
 		}
+	}
+}
+
+// ownDone is a Context whose Done channel package context did not make,
+// as some frameworks' Context types have.
+type ownDone struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c ownDone) Done() <-chan struct{} { return c.done }
+
+// Issue 15, point 6: as the package doc says, Do starts no goroutine of
+// its own; context.WithTimeout starts one for an attempt, ending with it,
+// only for a ctx whose Done package context did not make.
+func TestGoroutinePerAttempt(t *testing.T) {
+	// watchers counts the goroutines that context starts to watch a
+	// parent it does not know.
+	watchers := func() int {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "context.(*cancelCtx).propagateCancel.func")
+	}
+	tests := []struct {
+		name string
+		ctx  context.Context
+		p    Policy
+		want int
+	}{
+		{"no Deadline, own Done", ownDone{context.Background(), make(chan struct{})}, Policy{}, 0},
+		{"Deadline, a ctx from package context", context.WithValue(context.Background(), ownDone{}, 1), Policy{Deadline: time.Hour}, 0},
+		{"Deadline, own Done", ownDone{context.Background(), make(chan struct{})}, Policy{Deadline: time.Hour}, 1},
+		{"AttemptTimeout, own Done", ownDone{context.Background(), make(chan struct{})}, Policy{AttemptTimeout: time.Hour}, 1},
+	}
+	// settled waits for the watchers of attempts that ended to exit, as
+	// they do soon after, and returns how many are left.
+	settled := func() int {
+		for i := 0; i < 10000 && watchers() > 0; i++ {
+			runtime.Gosched()
+		}
+		return watchers()
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if n := settled(); n != 0 {
+				t.Fatalf("goroutines watching a ctx before Do = %d; want 0", n)
+			}
+			during := -1
+			Do(tt.ctx, func(ctx context.Context) error { during = watchers(); return nil }, newFakeTime().with(tt.p))
+			if during != tt.want {
+				t.Errorf("goroutines watching Do's ctx during the attempt = %d; want %d", during, tt.want)
+			}
+			if n := settled(); n != 0 {
+				t.Errorf("goroutines watching Do's ctx after Do = %d; want 0", n)
+			}
+		})
 	}
 }

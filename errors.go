@@ -101,17 +101,22 @@ type Reason int
 const (
 	// MaxAttemptsReached means fn was called Policy.MaxAttempts times.
 	MaxAttemptsReached Reason = iota + 1
-	// DeadlineReached means Policy.Deadline had passed when fn failed, or
-	// the next wait would not have ended before it.
+	// DeadlineReached means that, while ctx was not done, Policy.Deadline
+	// or ctx's deadline (measured on Policy.Clock) had passed when fn
+	// failed or when the wait for the next attempt ended, or that the next
+	// wait would not have ended before it. Cause is
+	// context.DeadlineExceeded, whichever deadline it was; the message
+	// names the deadline and, for a wait that did not fit, the wait and
+	// the time left.
 	DeadlineReached
-	// ContextDone means ctx was done, or its deadline would have passed
-	// before the next wait ended. Cause is ctx's error, which also wraps
-	// the cause given to a context.CancelCauseFunc, or
-	// context.DeadlineExceeded when Do gave up ahead of the deadline.
+	// ContextDone means ctx was done (or its Done channel closed) when Do
+	// stopped: it is the Reason if and only if that is so, whatever else
+	// stopped Do. Cause is ctx's error, which also wraps the cause given to
+	// a context.CancelCauseFunc.
 	ContextDone
 	// HintTooLong means fn's error asked, through a RetryAfter method, for
 	// a wait longer than MaxDelay or one that would not end before a
-	// deadline.
+	// deadline. The message names the hint and the limit it broke.
 	HintTooLong
 	// SleepFailed means the Sleeper returned an error of its own while
 	// ctx was not done. Cause is that error.

@@ -4,23 +4,31 @@
 //
 // Do calls fn at once. If fn returns nil, Do returns nil. If fn returns an
 // error marked with Permanent, or one that Policy.IsRetryable rejects, Do
-// returns it at once. Otherwise Do waits and calls fn again: the wait is
+// returns it at once (unless a deadline has passed: see below). Otherwise Do waits and calls fn again: the wait is
 // chosen by Policy.Jitter, is at least as long as a hint in the error (see
 // below), and never longer than Policy.MaxDelay. By default every error is
 // retried, timeouts included: an attempt that ran out of time is worth
 // another while the caller still waits.
 //
 // Do gives up, without a last useless wait, when fn has been called
-// Policy.MaxAttempts times, when ctx is done, when the next wait would end
-// at or after Policy.Deadline or ctx's deadline, when a hint asks for a
-// longer wait than the policy allows, or when Policy.Budget has no token
-// left for a retry. It then returns a *RetryExhausted with the number of
-// attempts, the time they took, the reason, and the last error, which
-// errors.Is and errors.As still reach.
+// Policy.MaxAttempts times, when ctx is done, when Policy.Deadline or
+// ctx's deadline has passed or the next wait would end at or after it,
+// when a hint asks for a longer wait than the policy allows, or when
+// Policy.Budget has no token left for a retry. It then returns a
+// *RetryExhausted with the number of attempts, the time they took, the
+// reason, and the last error, which errors.Is and errors.As still reach.
+// Its Reason is ContextDone if and only if ctx was done when Do stopped; a
+// deadline that ended the retries while ctx was alive is DeadlineReached,
+// whose Cause is context.DeadlineExceeded.
 //
 // Policy.Deadline bounds the whole call, attempts included: the ctx that
 // fn receives ends at the Deadline, and at Policy.AttemptTimeout after
-// the attempt began, whichever comes first.
+// the attempt began, whichever comes first. Deadlines are measured on
+// Policy.Clock, when fn fails and again before each attempt after the
+// first: fn is never called once a deadline has passed, however late
+// OnRetry or the Sleeper returned. A deadline that has passed when fn
+// fails ends the retries before IsRetryable is asked, so a predicate that
+// refuses timeouts does not hide that the Deadline ended the call.
 //
 // An error can ask for a minimum wait, as an HTTP Retry-After header does,
 // by having a method
@@ -34,7 +42,13 @@
 // Policy.OnRetry and Policy.OnDone observe each retry and each call, with
 // the ctx of the call they report on. Policy.Clock and Policy.Sleeper
 // replace the real clock and timer, so code that retries can be tested on
-// fake time. Do starts no goroutines.
+// fake time.
+//
+// Do starts no goroutine of its own. With Policy.Deadline or
+// Policy.AttemptTimeout set, each attempt's ctx comes from
+// context.WithTimeout, which starts one goroutine for the attempt, ending
+// with it, when ctx's Done channel was not made by package context (a
+// framework's own Context type with a Done of its own, say).
 //
 // # fn must be safe to call again
 //
@@ -70,7 +84,8 @@ var (
 // invalid (one that wraps ErrInvalidPolicy), or if ctx is already done
 // (ctx's error, unchanged). Once fn has been called, a ctx that is done
 // ends the retries with a *RetryExhausted whose Reason is ContextDone,
-// whatever fn returned. A panic in fn, IsRetryable, OnRetry or OnDone is
+// whatever fn returned; a deadline that has passed, with one whose Reason
+// is DeadlineReached, whatever IsRetryable says. A panic in fn, IsRetryable, OnRetry or OnDone is
 // not recovered. Do is safe for concurrent use with one shared Policy.
 //
 // Like any err != nil check, Do counts a typed nil pointer returned as an
