@@ -18,6 +18,7 @@ type callSite struct {
 	elapsed  *expvar.Map // histogram: time per Do, in buckets
 }
 
+// newCallSite returns a call site's metrics, zero and not yet published.
 func newCallSite() *callSite {
 	return &callSite{new(expvar.Map).Init(), new(expvar.Map).Init(), new(expvar.Map).Init()}
 }
