@@ -56,21 +56,20 @@ var lineBreaks = strings.NewReplacer("\r\n", "; ", "\r", "; ", "\n", "; ")
 // why returns the reason, and what stopped Do.
 func (e *RetryExhausted) why() string {
 	why := e.Reason.String()
+	wait, limit := round(e.wait).String(), round(e.limit).String()
 	switch {
-	case e.limitName == "" && (e.Cause == nil || e.Reason == BudgetExhausted): // ErrBudgetExhausted says no more
-		return why
-	case e.limitName == "":
-		return why + ": " + e.Cause.Error()
-	case e.wait == 0:
+	case e.limitName == maxDelayName:
+		return why + ": " + wait + ", above MaxDelay " + limit
+	case e.limitName != "" && e.wait == 0:
 		return why + ": " + e.limitName + " passed"
-	case e.limitName == "MaxDelay":
-		return why + ": " + round(e.wait).String() + ", above MaxDelay " + round(e.limit).String()
-	case e.Reason == DeadlineReached:
-		why += ": next wait"
-	default:
-		why += ":"
+	case e.limitName != "" && e.Reason == DeadlineReached:
+		return why + ": next wait " + wait + ", with " + limit + " left before " + e.limitName
+	case e.limitName != "": // a hint
+		return why + ": " + wait + ", with " + limit + " left before " + e.limitName
+	case e.Cause != nil && e.Reason != BudgetExhausted: // ErrBudgetExhausted says no more
+		return why + ": " + e.Cause.Error()
 	}
-	return why + " " + round(e.wait).String() + ", with " + round(e.limit).String() + " left before " + e.limitName
+	return why
 }
 
 // round rounds d to three significant digits, for reading: 285ms, not

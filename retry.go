@@ -179,8 +179,9 @@ type run struct {
 // forever stands for the time left when there is no deadline.
 const forever = time.Duration(math.MaxInt64)
 
-// The names of the deadlines, for RetryExhausted's message.
+// The names of the limits a wait can break, for RetryExhausted's message.
 const (
+	maxDelayName       = "MaxDelay"
 	policyDeadlineName = "Policy.Deadline"
 	ctxDeadlineName    = "ctx's deadline"
 )
@@ -271,7 +272,7 @@ func (r *run) fit(wait, hint time.Duration) *RetryExhausted {
 	left, name := r.nearest()
 	switch { // in this order: a hint, which the server asked for, wins over the jitter
 	case hint > r.p.MaxDelay:
-		return overrun(HintTooLong, hint, r.p.MaxDelay, "MaxDelay")
+		return overrun(HintTooLong, hint, r.p.MaxDelay, maxDelayName)
 	case hint >= left:
 		return overrun(HintTooLong, hint, left, name)
 	case wait >= left:
