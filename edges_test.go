@@ -140,6 +140,8 @@ func TestContextDoneOnlyWhenCtxIsDone(t *testing.T) {
 			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Deadline): boom"},
 		{"the nearer deadline is named", Policy{Deadline: 170 * time.Millisecond}, 150 * time.Millisecond, DeadlineReached,
 			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before ctx's deadline): boom"},
+		{"both deadlines at once: Policy.Deadline is named", Policy{Deadline: 150 * time.Millisecond}, 150 * time.Millisecond, DeadlineReached,
+			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Deadline): boom"},
 		{"the nearer deadline is named, Policy's", Policy{Deadline: 150 * time.Millisecond}, 170 * time.Millisecond, DeadlineReached,
 			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Deadline): boom"},
 	}
@@ -196,6 +198,8 @@ func TestErrorMessageReadsWell(t *testing.T) {
 			"retry: gave up after 2 attempts in 0s (sleep failed: x; y): boom"},
 		{"ms rounded", &RetryExhausted{Attempts: 2, Elapsed: 285353606, Reason: MaxAttemptsReached},
 			"retry: gave up after 2 attempts in 285ms (max attempts reached)"},
+		{"ms rounded at a power of ten", &RetryExhausted{Attempts: 2, Elapsed: 1000500, Reason: MaxAttemptsReached},
+			"retry: gave up after 2 attempts in 1ms (max attempts reached)"},
 		{"s rounded", &RetryExhausted{Attempts: 2, Elapsed: 1294999999, Reason: MaxAttemptsReached},
 			"retry: gave up after 2 attempts in 1.29s (max attempts reached)"},
 		{"rounded up", &RetryExhausted{Attempts: 2, Elapsed: 1295000000, Reason: MaxAttemptsReached},
@@ -235,6 +239,8 @@ func TestErrorMessageNamesTheLimit(t *testing.T) {
 			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 4s, with 3.5s left before Policy.Deadline): slow down"},
 		{"hint past ctx's deadline", Policy{}, 5 * time.Second, 4 * time.Second,
 			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 4s, with 3.5s left before ctx's deadline): slow down"},
+		{"the shortest Deadline, passed", Policy{Deadline: 1}, 0, 0,
+			"retry: gave up after 1 attempt in 1.5s (deadline reached: Policy.Deadline passed): slow down"},
 		{"wait past Policy.Deadline, rounded", Policy{Deadline: 2700 * time.Millisecond, BaseDelay: 1234567891}, 0, 0,
 			"retry: gave up after 1 attempt in 1.5s (deadline reached: next wait 1.23s, with 1.2s left before Policy.Deadline): slow down"},
 	}
