@@ -305,8 +305,10 @@ func TestHalfSetPolicy(t *testing.T) {
 	if got, want := ft.Waits(), []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}; !slices.Equal(got, want) {
 		t.Errorf("Do() waits = %v; want %v", got, want)
 	}
-	if err := (Policy{BaseDelay: time.Second, MaxDelay: time.Second - 1}).Validate(); !errors.Is(err, ErrInvalidPolicy) {
-		t.Errorf("Validate() of MaxDelay below BaseDelay = %v; want ErrInvalidPolicy", err)
+	for _, p := range []Policy{{BaseDelay: time.Second, MaxDelay: time.Second - 1}, {BaseDelay: 2, MaxDelay: 1}} {
+		if err := p.Validate(); !errors.Is(err, ErrInvalidPolicy) {
+			t.Errorf("Validate() of MaxDelay %v below BaseDelay %v = %v; want ErrInvalidPolicy", p.MaxDelay, p.BaseDelay, err)
+		}
 	}
 }
 
