@@ -528,6 +528,10 @@ func TestInvalidPolicyMessage(t *testing.T) {
 			"retry: invalid policy: MaxDelay is -1s; want 0 (meaning 30s) or more"},
 		{"MaxDelay below BaseDelay", Policy{BaseDelay: time.Second, MaxDelay: time.Second - 1},
 			"retry: invalid policy: MaxDelay 999.999999ms is below BaseDelay 1s"},
+		{"Budget ratio", Policy{Budget: NewBudget(1.5, 1)},
+			"retry: invalid policy: NewBudget ratio is 1.5; want it in [0, 1]"},
+		{"Budget burst", Policy{Budget: NewBudget(0.1, 0)},
+			"retry: invalid policy: NewBudget burst is 0; want 1 or more"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
