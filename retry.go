@@ -187,7 +187,7 @@ const (
 )
 
 // begin reads the clock for the start of the run and measures the time
-// left before each deadline, which the first attempt's ctx needs.
+// left before each deadline: the first attempt's ctx reuses that reading.
 func (r *run) begin(ctx context.Context) {
 	r.start = r.p.now()
 	r.ctxDeadline, r.ctxHasDeadline = ctx.Deadline()
@@ -203,6 +203,7 @@ func (r *run) measure() {
 	}
 }
 
+// measureAt sets the time left before each deadline that there is, at now.
 func (r *run) measureAt(now time.Time) {
 	if r.p.Deadline > 0 {
 		r.left = r.p.Deadline - r.since(now)
