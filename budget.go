@@ -92,8 +92,12 @@ func (b *Budget) validate() error {
 	return nil
 }
 
-// Tokens returns the balance; each retry needs one whole token.
+// Tokens returns the balance; each retry needs one whole token. A nil
+// Budget, which is no budget and never refuses a retry, has +Inf tokens.
 func (b *Budget) Tokens() float64 {
+	if b == nil {
+		return math.Inf(1)
+	}
 	return float64(b.balance.Load()) / tokenScale
 }
 

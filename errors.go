@@ -14,33 +14,72 @@ import (
 //
 // errors.Is and errors.As reach both Last and Cause through it, so
 // errors.Is(err, context.Canceled) and errors.As(err, &myErr) work as if
-// the wrapping were not there.
+// the wrapping were not there. Every DeadlineReached has
+// context.DeadlineExceeded as its Cause, whichever deadline it was, so
+// errors.Is(err, context.DeadlineExceeded) holds for all of them.
 type RetryExhausted struct {
 	Attempts int           // calls of fn made, the first included
 	Elapsed  time.Duration // from Do's call to giving up, on Policy.Clock
 	Last     error         // the last error fn returned
 	Reason   Reason        // why Do stopped
-	Cause    error         // what stopped it from outside: ctx's or the Sleeper's error, ErrBudgetExhausted, or nil
+	Cause    error         // what stopped it from outside: ctx's or the Sleeper's error, context.DeadlineExceeded, ErrBudgetExhausted, or nil
+
+	// For the message: the wait or hint that broke a limit (0 if a
+	// deadline had passed), the limit, and its name.
+	wait, limit time.Duration
+	limitName   string
 }
 
 // Error returns one line that starts with "retry: " and names the
-// attempts, the elapsed time, the reason (with Cause, if any) and the last
-// error. Line breaks in those errors' messages, such as errors.Join puts
-// between errors, become "; ", so that a log line stays one line.
+// attempts, the elapsed time, the reason and what stopped Do (the
+// deadline, the wait and the time left, the hint and the limit it broke,
+// or Cause), and the last error. Line breaks in those errors' messages
+// ("\n", "\r\n" or "\r"), such as errors.Join puts between errors, become
+// "; ", so that a log line stays one line. Durations are rounded to three
+// significant digits for reading; the Elapsed field stays exact.
 func (e *RetryExhausted) Error() string {
-	why := e.Reason.String()
-	if e.Cause != nil && e.Reason != BudgetExhausted { // ErrBudgetExhausted says no more
-		why += ": " + e.Cause.Error()
-	}
 	s := "retry: gave up after " + strconv.Itoa(e.Attempts) + " attempt"
 	if e.Attempts != 1 {
 		s += "s"
 	}
-	s += " in " + e.Elapsed.String() + " (" + why + ")"
+	s += " in " + round(e.Elapsed).String() + " (" + e.why() + ")"
 	if e.Last != nil {
 		s += ": " + e.Last.Error()
 	}
-	return strings.ReplaceAll(s, "\n", "; ")
+	return lineBreaks.Replace(s)
+}
+
+// lineBreaks turns each line break into "; "; "\r\n" comes first, so that
+// it is one break, not two.
+var lineBreaks = strings.NewReplacer("\r\n", "; ", "\r", "; ", "\n", "; ")
+
+// why returns the reason, and what stopped Do.
+func (e *RetryExhausted) why() string {
+	why := e.Reason.String()
+	wait, limit := round(e.wait).String(), round(e.limit).String()
+	switch {
+	case e.limitName == maxDelayName:
+		return why + ": " + wait + ", above MaxDelay " + limit
+	case e.limitName != "" && e.wait == 0:
+		return why + ": " + e.limitName + " passed"
+	case e.limitName != "" && e.Reason == DeadlineReached:
+		return why + ": next wait " + wait + ", with " + limit + " left before " + e.limitName
+	case e.limitName != "": // a hint
+		return why + ": " + wait + ", with " + limit + " left before " + e.limitName
+	case e.Cause != nil && e.Reason != BudgetExhausted: // ErrBudgetExhausted says no more
+		return why + ": " + e.Cause.Error()
+	}
+	return why
+}
+
+// round rounds d to three significant digits, for reading: 285ms, not
+// 285.353606ms.
+func round(d time.Duration) time.Duration {
+	unit := time.Duration(1)
+	for x := d / 1000; x != 0; x /= 10 {
+		unit *= 10
+	}
+	return d.Round(unit)
 }
 
 // Unwrap returns Last and Cause, leaving out the nil ones.
@@ -61,17 +100,22 @@ type Reason int
 const (
 	// MaxAttemptsReached means fn was called Policy.MaxAttempts times.
 	MaxAttemptsReached Reason = iota + 1
-	// DeadlineReached means Policy.Deadline had passed when fn failed, or
-	// the next wait would not have ended before it.
+	// DeadlineReached means that, while ctx was not done, Policy.Deadline
+	// or ctx's deadline (measured on Policy.Clock) had passed when fn
+	// failed or when the wait for the next attempt ended, or that the next
+	// wait would not have ended before it. Cause is
+	// context.DeadlineExceeded, whichever deadline it was; the message
+	// names the deadline and, for a wait that did not fit, the wait and
+	// the time left.
 	DeadlineReached
-	// ContextDone means ctx was done, or its deadline would have passed
-	// before the next wait ended. Cause is ctx's error, which also wraps
-	// the cause given to a context.CancelCauseFunc, or
-	// context.DeadlineExceeded when Do gave up ahead of the deadline.
+	// ContextDone means ctx was done (or its Done channel closed) when Do
+	// stopped: it is the Reason if and only if that is so, whatever else
+	// stopped Do. Cause is ctx's error, which also wraps the cause given to
+	// a context.CancelCauseFunc.
 	ContextDone
 	// HintTooLong means fn's error asked, through a RetryAfter method, for
 	// a wait longer than MaxDelay or one that would not end before a
-	// deadline.
+	// deadline. The message names the hint and the limit it broke.
 	HintTooLong
 	// SleepFailed means the Sleeper returned an error of its own while
 	// ctx was not done. Cause is that error.

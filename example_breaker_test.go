@@ -54,21 +54,21 @@ func callThroughBreaker(ctx context.Context, b *breaker, p retry.Policy, fn func
 		return err
 	}
 	err = retry.Do(ctx, fn, p)
-	done(!dependencyFailed(ctx, err))
+	done(!dependencyFailed(err))
 	return err
 }
 
 // dependencyFailed reports whether err says that the dependency is
-// unhealthy. The caller's own cancellation says nothing about it, and
-// neither does a request that it rightly refused (a Permanent error, such
-// as a 4xx): the breaker counts both as a success, as gobreaker's
-// IsSuccessful lets you choose.
-func dependencyFailed(ctx context.Context, err error) bool {
-	if err == nil || ctx.Err() != nil {
-		return false
-	}
-	_, gaveUp := err.(*retry.RetryExhausted) // Do retried, and the failures went on
-	return gaveUp
+// unhealthy: Do retried, and the failures went on until it gave up. The
+// caller's own cancellation says nothing about it (Reason ContextDone, which
+// Do gives if and only if ctx was done), and neither does a request that
+// it rightly refused (a Permanent error, such as a 4xx): the breaker counts
+// both as a success, as gobreaker's IsSuccessful lets you choose. A
+// deadline that ended the retries while ctx was alive (DeadlineReached)
+// counts as a failure: the dependency did not answer in time.
+func dependencyFailed(err error) bool {
+	re, gaveUp := err.(*retry.RetryExhausted) // Do returns it unwrapped
+	return gaveUp && re.Reason != retry.ContextDone
 }
 
 // A circuit breaker around Do: it counts Do's outcomes, not its attempts,

@@ -132,7 +132,7 @@ func Example_httpHintTooLong() {
 	p := retry.Policy{MaxDelay: 10 * time.Second, Clock: ft, Sleeper: ft}
 	_, err := getBody(context.Background(), srv.Client(), srv.URL, p)
 	fmt.Println(err)
-	// Output: retry: gave up after 1 attempt in 0s (retry-after hint too long): 503 Service Unavailable
+	// Output: retry: gave up after 1 attempt in 0s (retry-after hint too long: 2m0s, above MaxDelay 10s): 503 Service Unavailable
 }
 
 // A POST with a body and an Idempotency-Key, retried after a 503: each

@@ -3,82 +3,13 @@ package retry_test
 import (
 	"context"
 	"errors"
-	"expvar"
 	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/quietwire/retry"
 )
-
-// callSite holds the metrics of one call site. A service publishes them
-// with expvar.Publish (or registers Prometheus counters) once, at start.
-type callSite struct {
-	outcomes *expvar.Map // one counter per outcome
-	attempts *expvar.Map // histogram: calls of fn per Do
-	elapsed  *expvar.Map // histogram: time per Do, in buckets
-}
-
-// instrument returns p with hooks that count each Do's outcome in m, log
-// a DEBUG line per retry and a WARN line when a call fails, both with the
-// request's ctx, so a handler can add its request or trace ID. Build the
-// Policy once per call site and share it: the hooks get each call's ctx.
-func instrument(p retry.Policy, m *callSite, log *slog.Logger) retry.Policy {
-	p.OnRetry = func(ctx context.Context, attempt int, err error, wait time.Duration) {
-		log.DebugContext(ctx, "retrying", "attempt", attempt, "err", err, "wait", wait)
-	}
-	p.OnDone = func(ctx context.Context, attempts int, elapsed time.Duration, err error) {
-		outcome := outcomeOf(attempts, err)
-		m.outcomes.Add(outcome, 1)
-		m.attempts.Add(strconv.Itoa(attempts), 1)
-		m.elapsed.Add(bucketOf(elapsed), 1)
-		if err != nil {
-			log.WarnContext(ctx, "call failed", "outcome", outcome, "attempts", attempts, "elapsed", elapsed, "err", err)
-		}
-	}
-	return p
-}
-
-// outcomeOf names what one Do did, from what OnDone receives.
-func outcomeOf(attempts int, err error) string {
-	re, exhausted := err.(*retry.RetryExhausted) // Do returns it unwrapped
-	switch {
-	case err == nil && attempts == 1:
-		return "success_first_try"
-	case err == nil:
-		return "success_after_retry"
-	case attempts == 0:
-		return "not_started" // ctx was done before the first call
-	case exhausted:
-		return "exhausted/" + re.Reason.String()
-	}
-	return "non_retryable" // Permanent, or refused by IsRetryable
-}
-
-// bucketOf is the elapsed-time bucket of a histogram.
-func bucketOf(d time.Duration) string {
-	for _, le := range []time.Duration{100 * time.Millisecond, time.Second, 10 * time.Second} {
-		if d <= le {
-			return "le_" + le.String()
-		}
-	}
-	return "le_inf"
-}
-
-type requestIDKey struct{}
-
-// requestIDHandler adds the request ID from ctx to each record, as a
-// tracing handler adds the trace and span IDs.
-type requestIDHandler struct{ slog.Handler }
-
-func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id, ok := ctx.Value(requestIDKey{}).(string); ok {
-		r.AddAttrs(slog.String("request_id", id))
-	}
-	return h.Handler.Handle(ctx, r)
-}
 
 // One call site, observed through OnRetry and OnDone with one shared
 // Policy: outcome counters, attempt and elapsed-time histograms, and log
@@ -93,7 +24,7 @@ func ExamplePolicy_onDone() {
 			return a
 		},
 	})
-	m := &callSite{new(expvar.Map).Init(), new(expvar.Map).Init(), new(expvar.Map).Init()}
+	m := newCallSite()
 	ft := &fakeTime{} // fake time keeps the example instant and its output fixed
 	p := instrument(retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft},
 		m, slog.New(requestIDHandler{text}))
@@ -119,7 +50,7 @@ func ExamplePolicy_onDone() {
 		{context.Background(), failing(9, retry.Permanent(errors.New("404 not found")))},
 		{cancelled, failing(0, nil)},
 	} {
-		ctx := context.WithValue(call.ctx, requestIDKey{}, "r"+strconv.Itoa(id+1))
+		ctx := withRequestID(call.ctx, "r"+strconv.Itoa(id+1))
 		retry.Do(ctx, call.fn, p)
 	}
 	fmt.Println(m.outcomes)

@@ -150,6 +150,27 @@ func ExampleRetryExhausted() {
 	// true
 }
 
+// A deadline that ends the retries while ctx is alive gives
+// DeadlineReached, whichever deadline it was, and reaches
+// context.DeadlineExceeded, so one errors.Is maps it to a 504; the
+// message says which deadline. ContextDone is kept for a ctx that is done.
+func ExampleRetryExhausted_deadline() {
+	ft := &fakeTime{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	err := retry.Do(context.Background(), func(ctx context.Context) error {
+		ft.now = ft.now.Add(400 * time.Millisecond) // each call takes 400ms
+		return errUnavailable
+	}, retry.Policy{Deadline: time.Second, BaseDelay: 300 * time.Millisecond, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft})
+
+	var re *retry.RetryExhausted
+	if errors.As(err, &re) {
+		fmt.Println(re.Attempts, re.Reason, errors.Is(err, context.DeadlineExceeded))
+	}
+	fmt.Println(err)
+	// Output:
+	// 2 deadline reached true
+	// retry: gave up after 2 attempts in 1.1s (deadline reached: Policy.Deadline passed): service unavailable
+}
+
 func ExampleNoJitter() {
 	for n := range 6 {
 		fmt.Print(retry.NoJitter(n, 100*time.Millisecond, time.Second, 0, 0), " ")
@@ -219,7 +240,7 @@ func ExamplePolicy_fakeTime() {
 	// call at 1s
 	// call at 3s
 	// call at 7s
-	// retry: gave up after 4 attempts in 7s (deadline reached): service unavailable
+	// retry: gave up after 4 attempts in 7s (deadline reached: next wait 8s, with 1s left before Policy.Deadline): service unavailable
 }
 
 // One Budget per downstream service, shared by every call to it: during
@@ -321,7 +342,7 @@ func ExampleAfter() {
 	// Output:
 	// waiting 2s
 	// 2 <nil> false
-	// 1 retry: gave up after 1 attempt in 0s (retry-after hint too long): busy true
+	// 1 retry: gave up after 1 attempt in 0s (retry-after hint too long: 1m0s, above MaxDelay 10s): busy true
 }
 
 // ParseRetryAfter reads both forms of a Retry-After header, and says

@@ -140,6 +140,8 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 		dl, ok := ctx.Deadline()
 		left := time.Until(dl)
 		switch {
+		case calls > 1 && (p.Deadline > 0 && ft.Now().Sub(start) >= p.Deadline || !ctxDeadline.IsZero() && !ft.Now().Before(ctxDeadline)):
+			ctxErr = "fn called again after a deadline"
 		case p.Deadline > 0 && (!ok || left > p.Deadline-ft.Now().Sub(start)):
 			ctxErr = "fn's ctx outlives the Deadline"
 		case p.AttemptTimeout > 0 && (!ok || left > p.AttemptTimeout):
@@ -171,6 +173,10 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 	case err == nil:
 		if calls != in.failures+1 {
 			t.Fatalf("Do() = nil after %d calls; want nil only after the success at call %d", calls, in.failures+1)
+		}
+	case in.refuse && !in.permanent && errors.As(err, &re):
+		if re.Reason != DeadlineReached || calls != 1 || re.Last != errFail {
+			t.Fatalf("Do() = %v after %d calls; want fn's error, or DeadlineReached (ahead of IsRetryable), after 1", err, calls)
 		}
 	case in.permanent || in.refuse:
 		if err != errFail || calls != 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -12,9 +13,12 @@ const (
 	// DefaultMaxAttempts is the number of calls of fn, the first included,
 	// that a Policy with MaxAttempts 0 allows.
 	DefaultMaxAttempts = 5
-	// DefaultBaseDelay is the first wait of a Policy with BaseDelay 0.
+	// DefaultBaseDelay is the BaseDelay of a Policy with BaseDelay 0 and a
+	// MaxDelay of 0 or at least 300ms: the scale of the waits, and the least
+	// wait of the default jitter, whose first wait lies in [100ms, 300ms).
 	DefaultBaseDelay = 100 * time.Millisecond
-	// DefaultMaxDelay is the longest single wait of a Policy with MaxDelay 0.
+	// DefaultMaxDelay is the longest single wait of a Policy with MaxDelay 0
+	// and a BaseDelay of at most 10s.
 	DefaultMaxDelay = 30 * time.Second
 )
 
@@ -25,27 +29,36 @@ const (
 // concurrent calls, provided its functions and interfaces are safe for
 // concurrent use too. Its hooks, OnRetry and OnDone, receive the ctx of
 // the call they report on, so a shared Policy can still log and trace
-// per request. The zero Policy is valid: 5 attempts, waits starting
-// at 100ms and capped at 30s with decorrelated jitter, no total deadline,
-// no timeout per attempt, and every error retried except those marked
-// with Permanent.
+// per request. The zero Policy is valid: 5 attempts, waits of at least
+// 100ms (the first under 300ms) capped at 30s with decorrelated jitter, no
+// total deadline, no timeout per attempt, and every error retried except
+// those marked with Permanent.
 type Policy struct {
 	// MaxAttempts is the number of calls of fn in all, the first included:
 	// 1 means no retries. 0 means DefaultMaxAttempts.
 	MaxAttempts int
 
-	// BaseDelay is the scale of the first wait. 0 means DefaultBaseDelay.
+	// BaseDelay is the scale of the waits: the first one, and the least
+	// one of DecorrelatedJitter. 0 means DefaultBaseDelay, or MaxDelay/3 if
+	// that is smaller, so that setting MaxDelay alone keeps the ratio that
+	// spreads a fleet.
 	BaseDelay time.Duration
 
-	// MaxDelay caps every single wait, hints included.
-	// 0 means DefaultMaxDelay. It must not be below BaseDelay.
+	// MaxDelay caps every single wait, hints included. 0 means
+	// DefaultMaxDelay, or 3×BaseDelay if that is larger (saturating at the
+	// longest Duration), so that setting BaseDelay alone is never invalid.
+	// Set together with BaseDelay, it must not be below it. Below
+	// 3×BaseDelay, DecorrelatedJitter puts part of a fleet that failed
+	// together on the cap for its first wait, all in one tick.
 	MaxDelay time.Duration
 
 	// Deadline bounds the whole call of Do, attempts and waits included,
 	// measured on Clock from the moment Do is called. The ctx that fn
 	// receives ends at the Deadline; Do never starts a wait that would end
-	// at or after it, and gives up with DeadlineReached instead. fn is
-	// always called at least once. 0 means no deadline.
+	// at or after it, never calls fn again once it has passed (however late
+	// OnRetry or the Sleeper returned), and gives up with DeadlineReached
+	// instead, even for an error that IsRetryable rejects. fn is always
+	// called at least once. 0 means no deadline.
 	//
 	// Decisions are measured on Clock; fn's ctx ends, in real time, after
 	// the time that Clock says is left when the attempt begins.
@@ -64,11 +77,12 @@ type Policy struct {
 	Jitter Jitter
 
 	// IsRetryable reports whether an error returned by fn is worth another
-	// attempt. It is asked only while ctx is not done, and never about an
-	// error marked with Permanent. nil means every error: a timeout of the
-	// attempt itself (http.Client.Timeout, a context.WithTimeout inside fn,
-	// AttemptTimeout) is retried, while a ctx that is done ends the
-	// retries whatever the predicate says.
+	// attempt. It is asked only while ctx is not done and no deadline has
+	// passed, and never about an error marked with Permanent. nil means
+	// every error: a timeout of the attempt itself (http.Client.Timeout, a
+	// context.WithTimeout inside fn, AttemptTimeout) is retried, while a
+	// ctx that is done, or a passed Deadline, ends the retries whatever the
+	// predicate says.
 	IsRetryable func(error) bool
 
 	// OnRetry, if not nil, is called before each wait with the ctx that Do
@@ -120,8 +134,8 @@ var ErrInvalidPolicy = errors.New("retry: invalid policy")
 // Validate returns nil if p can be used, or an error that wraps
 // ErrInvalidPolicy and names the first field out of range: a negative
 // MaxAttempts, BaseDelay, MaxDelay, Deadline or AttemptTimeout, a Budget
-// that NewBudget rejected, a MaxDelay below BaseDelay once defaults are
-// filled in, or a Clock or Sleeper that is a nil ClockFunc or SleeperFunc.
+// that NewBudget rejected, a MaxDelay set below a BaseDelay that is set
+// too, or a Clock or Sleeper that is a nil ClockFunc or SleeperFunc.
 // Do calls Validate itself.
 func (p Policy) Validate() error { return p.validate() }
 
@@ -146,22 +160,29 @@ func (p *Policy) validate() error {
 	if err := p.Budget.validate(); err != nil {
 		return err
 	}
-	if base, max := p.delays(); max < base {
-		return invalid("MaxDelay %v is below BaseDelay %v", max, base)
+	if p.MaxDelay > 0 && p.MaxDelay < p.BaseDelay { // a zero one derives from the other: only two set values can contradict
+		return invalid("MaxDelay %v is below BaseDelay %v", p.MaxDelay, p.BaseDelay)
 	}
 	return nil
 }
 
-// delays returns BaseDelay and MaxDelay with their defaults filled in.
-func (p *Policy) delays() (base, max time.Duration) {
-	base, max = p.BaseDelay, p.MaxDelay
-	if base == 0 {
-		base = DefaultBaseDelay
+// delays returns BaseDelay and MaxDelay with their defaults filled in. A
+// zero one derives from the other, keeping MaxDelay at least 3×BaseDelay,
+// so that DecorrelatedJitter still spreads the first waits of a fleet over
+// [BaseDelay, 3×BaseDelay) and does not put part of it on the cap at once.
+func (p *Policy) delays() (baseDelay, maxDelay time.Duration) {
+	base, top := p.BaseDelay, p.MaxDelay
+	switch {
+	case base == 0 && top == 0:
+		return DefaultBaseDelay, DefaultMaxDelay
+	case base == 0:
+		return min(DefaultBaseDelay, top/3), top
+	case top == 0 && base > math.MaxInt64/3:
+		return base, math.MaxInt64 // 3×base saturates
+	case top == 0:
+		return base, max(DefaultMaxDelay, 3*base)
 	}
-	if max == 0 {
-		max = DefaultMaxDelay
-	}
-	return base, max
+	return base, top
 }
 
 func invalid(format string, args ...any) error {
@@ -200,9 +221,10 @@ func isNil(x any) bool {
 // Clock tells the time. A fake Clock for tests should start at
 // time.Now(), since Do compares its readings with ctx's deadline, which
 // is on the real clock. Do reads it once when it starts, then only where a
-// deadline, OnRetry or the final error needs it. If it goes backwards, Do counts the
-// elapsed time as zero; if it jumps forward past a deadline, the next
-// failure ends the retries.
+// deadline, OnRetry or the final error needs it: with a deadline, when fn
+// fails and after each wait. If it goes backwards, Do counts the elapsed
+// time as zero; if it jumps forward past a deadline, the next failure or
+// the end of the next wait ends the retries.
 type Clock interface {
 	Now() time.Time
 }
@@ -213,7 +235,8 @@ type Clock interface {
 // nil after a full wait and ctx's error when ctx ended it. Any other error
 // ends the retries (see SleepFailed). A Sleeper that returns early makes the
 // next attempt come early: Do trusts it, and MaxAttempts still bounds the
-// number of calls.
+// number of calls. One that returns late, past a deadline, ends the
+// retries with DeadlineReached instead of an attempt.
 type Sleeper interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }

@@ -4,23 +4,31 @@
 //
 // Do calls fn at once. If fn returns nil, Do returns nil. If fn returns an
 // error marked with Permanent, or one that Policy.IsRetryable rejects, Do
-// returns it at once. Otherwise Do waits and calls fn again: the wait is
+// returns it at once (unless a deadline has passed: see below). Otherwise Do waits and calls fn again: the wait is
 // chosen by Policy.Jitter, is at least as long as a hint in the error (see
 // below), and never longer than Policy.MaxDelay. By default every error is
 // retried, timeouts included: an attempt that ran out of time is worth
 // another while the caller still waits.
 //
 // Do gives up, without a last useless wait, when fn has been called
-// Policy.MaxAttempts times, when ctx is done, when the next wait would end
-// at or after Policy.Deadline or ctx's deadline, when a hint asks for a
-// longer wait than the policy allows, or when Policy.Budget has no token
-// left for a retry. It then returns a *RetryExhausted with the number of
-// attempts, the time they took, the reason, and the last error, which
-// errors.Is and errors.As still reach.
+// Policy.MaxAttempts times, when ctx is done, when Policy.Deadline or
+// ctx's deadline has passed or the next wait would end at or after it,
+// when a hint asks for a longer wait than the policy allows, or when
+// Policy.Budget has no token left for a retry. It then returns a
+// *RetryExhausted with the number of attempts, the time they took, the
+// reason, and the last error, which errors.Is and errors.As still reach.
+// Its Reason is ContextDone if and only if ctx was done when Do stopped; a
+// deadline that ended the retries while ctx was alive is DeadlineReached,
+// whose Cause is context.DeadlineExceeded.
 //
 // Policy.Deadline bounds the whole call, attempts included: the ctx that
 // fn receives ends at the Deadline, and at Policy.AttemptTimeout after
-// the attempt began, whichever comes first.
+// the attempt began, whichever comes first. Deadlines are measured on
+// Policy.Clock, when fn fails and again before each attempt after the
+// first: fn is never called once a deadline has passed, however late
+// OnRetry or the Sleeper returned. A deadline that has passed when fn
+// fails ends the retries before IsRetryable is asked, so a predicate that
+// refuses timeouts does not hide that the Deadline ended the call.
 //
 // An error can ask for a minimum wait, as an HTTP Retry-After header does:
 // fn returns After(d, err), or any error with a method
@@ -35,7 +43,13 @@
 // Policy.OnRetry and Policy.OnDone observe each retry and each call, with
 // the ctx of the call they report on. Policy.Clock and Policy.Sleeper
 // replace the real clock and timer, so code that retries can be tested on
-// fake time. Do starts no goroutines.
+// fake time.
+//
+// Do starts no goroutine of its own. With Policy.Deadline or
+// Policy.AttemptTimeout set, each attempt's ctx comes from
+// context.WithTimeout, which starts one goroutine for the attempt, ending
+// with it, when ctx's Done channel was not made by package context (a
+// framework's own Context type with a Done of its own, say).
 //
 // # fn must be safe to call again
 //
@@ -71,7 +85,8 @@ var (
 // invalid (one that wraps ErrInvalidPolicy), or if ctx is already done
 // (ctx's error, unchanged). Once fn has been called, a ctx that is done
 // ends the retries with a *RetryExhausted whose Reason is ContextDone,
-// whatever fn returned. A panic in fn, IsRetryable, OnRetry or OnDone is
+// whatever fn returned; a deadline that has passed, with one whose Reason
+// is DeadlineReached, whatever IsRetryable says. A panic in fn, IsRetryable, OnRetry or OnDone is
 // not recovered. Do is safe for concurrent use with one shared Policy.
 //
 // Like any err != nil check, Do counts a typed nil pointer returned as an
@@ -96,7 +111,7 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	if err := ctx.Err(); err != nil {
 		return r.done(ctx, 0, err)
 	}
-	r.start = p.now()
+	r.begin(ctx)
 	if p.Budget != nil {
 		p.Budget.earn()
 	}
@@ -111,10 +126,14 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		if perm, ok := permanent(err); ok {
 			return r.done(ctx, attempt, perm)
 		}
+		r.measure()
+		if stop := r.passed(); stop != nil { // before IsRetryable: a deadline is Do's to report, not fn's error
+			return r.giveUp(ctx, stop, attempt, err)
+		}
 		if !p.retryable(err) {
 			return r.done(ctx, attempt, err)
 		}
-		wait, stop := r.backoff(ctx, attempt, err)
+		wait, stop := r.backoff(attempt, err)
 		if stop == nil {
 			stop = r.pause(ctx, attempt, err, wait)
 		}
@@ -146,27 +165,78 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 
 // run is the state of one call of Do.
 type run struct {
-	p       *Policy // Do's copy, with defaults filled in
-	start   time.Time
-	prev    time.Duration // the jitter's previous choice, BaseDelay before the first
-	timer   *timer        // the default Sleeper
-	elapsed time.Duration // from start to giving up, once measured
-	ended   bool          // whether elapsed was measured
+	p              *Policy // Do's copy, with defaults filled in
+	start          time.Time
+	ctxDeadline    time.Time     // ctx's deadline, if ctxHasDeadline
+	ctxHasDeadline bool          // whether ctx has a deadline
+	left           time.Duration // before Policy.Deadline, at the last reading; forever if none
+	ctxLeft        time.Duration // before ctx's deadline, at the last reading; forever if none
+	prev           time.Duration // the jitter's previous choice, BaseDelay before the first
+	timer          *timer        // the default Sleeper
+	elapsed        time.Duration // from start to giving up, once measured
+	ended          bool          // whether elapsed was measured
 }
 
 // forever stands for the time left when there is no deadline.
 const forever = time.Duration(math.MaxInt64)
 
+// The names of the limits a wait can break, for RetryExhausted's message.
+const (
+	maxDelayName       = "MaxDelay"
+	policyDeadlineName = "Policy.Deadline"
+	ctxDeadlineName    = "ctx's deadline"
+)
+
+// begin reads the clock for the start of the run and measures the time
+// left before each deadline: the first attempt's ctx reuses that reading.
+func (r *run) begin(ctx context.Context) {
+	r.start = r.p.now()
+	r.ctxDeadline, r.ctxHasDeadline = ctx.Deadline()
+	r.left, r.ctxLeft = forever, forever
+	r.measureAt(r.start)
+}
+
+// measure reads the clock and measures the time left before each
+// deadline; without a deadline it spares the clock read.
+func (r *run) measure() {
+	if r.p.Deadline > 0 || r.ctxHasDeadline {
+		r.measureAt(r.p.now())
+	}
+}
+
+// measureAt sets the time left before each deadline that there is, at now.
+func (r *run) measureAt(now time.Time) {
+	if r.p.Deadline > 0 {
+		r.left = r.p.Deadline - r.since(now)
+	}
+	if r.ctxHasDeadline {
+		r.ctxLeft = r.ctxDeadline.Sub(now)
+	}
+}
+
+// nearest returns the time left before the nearer deadline, and its name.
+func (r *run) nearest() (time.Duration, string) {
+	if r.ctxLeft < r.left {
+		return r.ctxLeft, ctxDeadlineName
+	}
+	return r.left, policyDeadlineName
+}
+
+// passed says which deadline had passed at the last reading, if one had.
+func (r *run) passed() *RetryExhausted {
+	if left, name := r.nearest(); left <= 0 {
+		return overrun(DeadlineReached, 0, left, name)
+	}
+	return nil
+}
+
 // call calls fn once, with a ctx that ends at Policy.Deadline and at
 // AttemptTimeout after the call begins, when the Policy has them.
 func (r *run) call(ctx context.Context, fn func(context.Context) error) error {
 	if r.p.Deadline == 0 && r.p.AttemptTimeout == 0 {
-		return fn(ctx) // no limit of its own: spare the clock read and the context
+		return fn(ctx) // no limit of its own: spare the context
 	}
-	limit := forever
-	if r.p.Deadline > 0 {
-		limit = r.p.Deadline - r.since(r.p.now())
-	}
+	limit := r.left // measured just before the call: at the start, or after the wait
 	if r.p.AttemptTimeout > 0 {
 		limit = min(limit, r.p.AttemptTimeout)
 	}
@@ -179,7 +249,7 @@ func (r *run) call(ctx context.Context, fn func(context.Context) error) error {
 
 // backoff chooses the wait before the next attempt, or says why there is
 // none.
-func (r *run) backoff(ctx context.Context, attempt int, err error) (time.Duration, *RetryExhausted) {
+func (r *run) backoff(attempt int, err error) (time.Duration, *RetryExhausted) {
 	if attempt >= r.p.MaxAttempts {
 		return 0, stopped(MaxAttemptsReached, nil)
 	}
@@ -188,7 +258,7 @@ func (r *run) backoff(ctx context.Context, attempt int, err error) (time.Duratio
 	r.prev = wait                       // a hint raises this wait only, not the ones after it
 	hint := retryAfter(err)
 	wait = max(wait, hint)
-	if stop := r.fit(ctx, wait, hint); stop != nil {
+	if stop := r.fit(wait, hint); stop != nil {
 		return 0, stop
 	}
 	if r.p.Budget != nil && !r.p.Budget.spend() {
@@ -197,47 +267,25 @@ func (r *run) backoff(ctx context.Context, attempt int, err error) (time.Duratio
 	return wait, nil
 }
 
-// fit says why a wait, at least as long as hint, cannot be made: a
-// deadline has passed, the hint asks for too long, or the wait would not
-// end before a deadline. It returns nil if the wait fits.
-func (r *run) fit(ctx context.Context, wait, hint time.Duration) *RetryExhausted {
-	left, ctxLeft := r.timeLeft(ctx)
-	switch { // in this order: a passed deadline wins over a hint, a hint over the jitter
-	case left <= 0:
-		return stopped(DeadlineReached, nil)
-	case ctxLeft <= 0:
-		return stopped(ContextDone, context.DeadlineExceeded)
-	case hint > r.p.MaxDelay || hint >= left || hint >= ctxLeft:
-		return stopped(HintTooLong, nil)
-	case wait >= left: // no time for an attempt after it
-		return stopped(DeadlineReached, nil)
-	case wait >= ctxLeft:
-		return stopped(ContextDone, context.DeadlineExceeded)
+// fit says why a wait, at least as long as hint, cannot be made: the hint
+// asks for too long, or the wait would not end before a deadline, with
+// time for an attempt. It returns nil if the wait fits.
+func (r *run) fit(wait, hint time.Duration) *RetryExhausted {
+	left, name := r.nearest()
+	switch { // in this order: a hint, which the server asked for, wins over the jitter
+	case hint > r.p.MaxDelay:
+		return overrun(HintTooLong, hint, r.p.MaxDelay, maxDelayName)
+	case hint >= left:
+		return overrun(HintTooLong, hint, left, name)
+	case wait >= left:
+		return overrun(DeadlineReached, wait, left, name)
 	}
 	return nil
 }
 
-// timeLeft returns the time left before Policy.Deadline and before ctx's
-// deadline, each forever if there is none.
-func (r *run) timeLeft(ctx context.Context) (left, ctxLeft time.Duration) {
-	left, ctxLeft = forever, forever
-	ctxDeadline, ok := ctx.Deadline()
-	if r.p.Deadline == 0 && !ok {
-		return left, ctxLeft // no deadline: spare the clock read
-	}
-	now := r.p.now()
-	if r.p.Deadline > 0 {
-		left = r.p.Deadline - r.since(now)
-	}
-	if ok {
-		ctxLeft = ctxDeadline.Sub(now)
-	}
-	return left, ctxLeft
-}
-
-// pause calls OnRetry, then waits until the wait chosen for the attempt
-// ends. The end was fixed when the wait was chosen, so time spent in
-// OnRetry counts against the wait and cannot push it past a deadline.
+// pause calls OnRetry, waits until the wait chosen for the attempt ends,
+// and checks that no deadline passed meanwhile. The end was fixed when
+// the wait was chosen, so time spent in OnRetry counts against the wait.
 func (r *run) pause(ctx context.Context, attempt int, err error, wait time.Duration) *RetryExhausted {
 	if r.p.OnRetry != nil {
 		before := r.p.now()
@@ -245,6 +293,10 @@ func (r *run) pause(ctx context.Context, attempt int, err error, wait time.Durat
 		wait -= max(r.p.now().Sub(before), 0)
 	}
 	stop := r.sleep(ctx, max(wait, 0))
+	if stop == nil { // a slow OnRetry or a late Sleeper may have run past a deadline
+		r.measure()
+		stop = r.passed()
+	}
 	if stop != nil && r.p.Budget != nil {
 		r.p.Budget.refund() // the retry that the token paid for will not happen
 	}
@@ -272,6 +324,9 @@ func (r *run) sleep(ctx context.Context, d time.Duration) *RetryExhausted {
 
 // giveUp fills in stop with what the run did, and returns it through done.
 func (r *run) giveUp(ctx context.Context, stop *RetryExhausted, attempts int, last error) error {
+	if stop.Reason != ContextDone && ctx.Err() != nil { // ContextDone if and only if ctx is done
+		stop = stopped(ContextDone, ctxCause(ctx))
+	}
 	r.elapsed, r.ended = r.since(r.p.now()), true
 	stop.Attempts, stop.Last, stop.Elapsed = attempts, last, r.elapsed
 	return r.done(ctx, attempts, stop)
@@ -355,4 +410,15 @@ func ctxCause(ctx context.Context) error {
 
 func stopped(reason Reason, cause error) *RetryExhausted {
 	return &RetryExhausted{Reason: reason, Cause: cause}
+}
+
+// overrun says that a wait (or a hint; 0 if the deadline had passed) broke
+// a limit: MaxDelay, or the time left before the deadline named.
+func overrun(reason Reason, wait, limit time.Duration, name string) *RetryExhausted {
+	stop := stopped(reason, nil)
+	if reason == DeadlineReached {
+		stop.Cause = context.DeadlineExceeded // one rule for callers that map errors to a 504
+	}
+	stop.wait, stop.limit, stop.limitName = wait, limit, name
+	return stop
 }

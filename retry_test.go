@@ -324,11 +324,25 @@ func TestContext(t *testing.T) {
 		p := ft.with(Policy{BaseDelay: 40 * time.Minute, MaxDelay: 2 * time.Hour, Jitter: NoJitter})
 		err := Do(ctx, fn.call, p)
 		// 40m fits in the hour; the next wait, 80m, would outlast it
-		assertContextDone(t, err, context.DeadlineExceeded, 2)
+		assertDeadlineReached(t, err, 2)
 		if got, want := ft.Waits(), []time.Duration{40 * time.Minute}; !slices.Equal(got, want) {
 			t.Errorf("Do() waits = %v; want %v", got, want)
 		}
 	})
+}
+
+// assertDeadlineReached checks that Do gave up ahead of a deadline, with
+// DeadlineReached, Cause context.DeadlineExceeded, and Last boom.
+func assertDeadlineReached(t *testing.T, err error, attempts int) {
+	t.Helper()
+	var re *RetryExhausted
+	if !errors.As(err, &re) {
+		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
+	}
+	if re.Reason != DeadlineReached || re.Attempts != attempts || re.Cause != context.DeadlineExceeded || !errors.Is(err, errBoom) {
+		t.Errorf("Do() = %v (reason %v, attempts %d, Cause %v); want DeadlineReached, %d, context.DeadlineExceeded, reaching boom",
+			err, re.Reason, re.Attempts, re.Cause, attempts)
+	}
 }
 
 func assertContextDone(t *testing.T, err, ctxErr error, attempts int) {
@@ -475,7 +489,7 @@ func TestInvalidPolicy(t *testing.T) {
 		{Policy{Clock: ClockFunc(nil)}, "Clock is a nil ClockFunc"},
 		{Policy{Sleeper: SleeperFunc(nil)}, "Sleeper is a nil SleeperFunc"},
 		{Policy{BaseDelay: time.Second, MaxDelay: time.Millisecond}, "MaxDelay"},
-		{Policy{BaseDelay: time.Minute}, "MaxDelay 30s is below BaseDelay 1m0s"},
+		{Policy{BaseDelay: time.Minute, MaxDelay: 30 * time.Second}, "MaxDelay 30s is below BaseDelay 1m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
@@ -514,6 +528,10 @@ func TestInvalidPolicyMessage(t *testing.T) {
 			"retry: invalid policy: MaxDelay is -1s; want 0 (meaning 30s) or more"},
 		{"MaxDelay below BaseDelay", Policy{BaseDelay: time.Second, MaxDelay: time.Second - 1},
 			"retry: invalid policy: MaxDelay 999.999999ms is below BaseDelay 1s"},
+		{"Budget ratio", Policy{Budget: NewBudget(1.5, 1)},
+			"retry: invalid policy: NewBudget ratio is 1.5; want it in [0, 1]"},
+		{"Budget burst", Policy{Budget: NewBudget(0.1, 0)},
+			"retry: invalid policy: NewBudget burst is 0; want 1 or more"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -683,22 +701,26 @@ func seqRand(seed uint64) func() float64 {
 }
 
 // TestClockReads: the clock is read once at the start, then only where a
-// deadline or the final error needs it.
+// deadline or the final error needs it. With a deadline, the reading after
+// each wait serves both the check that no deadline has passed and the
+// next attempt's ctx.
 func TestClockReads(t *testing.T) {
 	tests := []struct {
-		name     string
-		failures int
-		p        Policy
-		want     int
+		name       string
+		failures   int
+		p          Policy
+		ctxTimeout time.Duration
+		want       int
 	}{
-		{"success", 0, Policy{}, 1},
-		{"3 retries, then success", 3, Policy{}, 1},
-		{"exhausted", 10, Policy{MaxAttempts: 3}, 2},                                                                          // start, Elapsed
-		{"3 retries with a Deadline", 3, Policy{Deadline: time.Hour}, 8},                                                      // start, one per call, one per failure
-		{"exhausted with a Deadline", 10, Policy{MaxAttempts: 3, Deadline: time.Hour}, 7},                                     // start, 3 calls, failures 1 and 2, Elapsed
-		{"3 retries with OnRetry", 3, Policy{OnRetry: func(context.Context, int, error, time.Duration) {}}, 7},                // start, two around each OnRetry
-		{"success with OnDone", 0, Policy{OnDone: func(context.Context, int, time.Duration, error) {}}, 2},                    // start, elapsed
-		{"exhausted with OnDone", 10, Policy{MaxAttempts: 3, OnDone: func(context.Context, int, time.Duration, error) {}}, 2}, // start, Elapsed shared with OnDone
+		{"success", 0, Policy{}, 0, 1},
+		{"3 retries, then success", 3, Policy{}, 0, 1},
+		{"exhausted", 10, Policy{MaxAttempts: 3}, 0, 2},                                                                          // start, Elapsed
+		{"3 retries with a Deadline", 3, Policy{Deadline: time.Hour}, 0, 7},                                                      // start, one per failure, one after each wait
+		{"3 retries with a ctx deadline", 3, Policy{}, time.Hour, 7},                                                             // the same
+		{"exhausted with a Deadline", 10, Policy{MaxAttempts: 3, Deadline: time.Hour}, 0, 7},                                     // start, 3 failures, 2 waits, Elapsed
+		{"3 retries with OnRetry", 3, Policy{OnRetry: func(context.Context, int, error, time.Duration) {}}, 0, 7},                // start, two around each OnRetry
+		{"success with OnDone", 0, Policy{OnDone: func(context.Context, int, time.Duration, error) {}}, 0, 2},                    // start, elapsed
+		{"exhausted with OnDone", 10, Policy{MaxAttempts: 3, OnDone: func(context.Context, int, time.Duration, error) {}}, 0, 2}, // start, Elapsed shared with OnDone
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -706,7 +728,7 @@ func TestClockReads(t *testing.T) {
 			reads := 0
 			p := ft.with(tt.p)
 			p.Clock = ClockFunc(func() time.Time { reads++; return ft.Now() })
-			Do(context.Background(), (&flaky{n: tt.failures, err: errBoom}).call, p)
+			Do(ft.deadlineCtx(t, tt.ctxTimeout), (&flaky{n: tt.failures, err: errBoom}).call, p)
 			if reads != tt.want {
 				t.Errorf("Clock reads = %d; want %d", reads, tt.want)
 			}
@@ -794,7 +816,7 @@ func TestSlowOnRetryCountsAgainstTheWait(t *testing.T) {
 		reason     Reason
 	}{
 		{"Deadline", Policy{Deadline: 1500 * time.Millisecond}, 0, DeadlineReached},
-		{"ctx deadline", Policy{}, 1500 * time.Millisecond, ContextDone},
+		{"ctx deadline", Policy{}, 1500 * time.Millisecond, DeadlineReached},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
@@ -948,7 +970,7 @@ func TestOnDone(t *testing.T) {
 		{"ctx done before the first call", &flaky{}, Policy{}, 0, true, 0, 0, 0, context.Canceled},
 		{"MaxAttemptsReached", &flaky{n: 9, err: errBoom}, Policy{MaxAttempts: 2, Jitter: NoJitter}, 0, false, 2, 100 * time.Millisecond, MaxAttemptsReached, nil},
 		{"DeadlineReached", &flaky{n: 9, err: errBoom}, Policy{Deadline: 250 * time.Millisecond, Jitter: NoJitter}, 0, false, 2, 100 * time.Millisecond, DeadlineReached, nil},
-		{"ContextDone", &flaky{n: 9, err: errBoom}, Policy{Jitter: NoJitter}, 250 * time.Millisecond, false, 2, 100 * time.Millisecond, ContextDone, nil},
+		{"DeadlineReached, ctx's", &flaky{n: 9, err: errBoom}, Policy{Jitter: NoJitter}, 250 * time.Millisecond, false, 2, 100 * time.Millisecond, DeadlineReached, nil},
 		{"HintTooLong", &flaky{n: 9, err: hintErr(time.Hour)}, Policy{}, 0, false, 1, 0, HintTooLong, nil},
 		{"SleepFailed", &flaky{n: 9, err: errBoom}, Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}, 0, false, 1, 0, SleepFailed, nil},
 		{"BudgetExhausted", &flaky{n: 9, err: errBoom}, Policy{Budget: NewBudget(0, 1), Jitter: NoJitter}, 0, false, 2, 100 * time.Millisecond, BudgetExhausted, nil},
@@ -1091,8 +1113,8 @@ func TestPassedDeadlineWinsOverHint(t *testing.T) {
 	}{
 		{"Deadline, 1ms hint", time.Millisecond, Policy{Deadline: time.Hour}, 0, DeadlineReached},
 		{"Deadline, hint above MaxDelay", time.Hour, Policy{Deadline: time.Hour}, 0, DeadlineReached},
-		{"ctx deadline, 1ms hint", time.Millisecond, Policy{}, time.Hour, ContextDone},
-		{"ctx deadline, hint above MaxDelay", time.Hour, Policy{}, time.Hour, ContextDone},
+		{"ctx deadline, 1ms hint", time.Millisecond, Policy{}, time.Hour, DeadlineReached},
+		{"ctx deadline, hint above MaxDelay", time.Hour, Policy{}, time.Hour, DeadlineReached},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1150,7 +1172,7 @@ func TestTimeLeftAtTheEdge(t *testing.T) {
 		{"at Deadline", Policy{Deadline: time.Second}, 0, time.Second, errBoom, DeadlineReached, 1, nil},
 		{"1ns before ctx deadline", Policy{}, time.Hour, time.Hour - 1, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
 		{"1ns before ctx deadline, 1ns hint", Policy{}, time.Hour, time.Hour - 1, hintErr(1), HintTooLong, 1, nil},
-		{"at ctx deadline", Policy{}, time.Hour, time.Hour, errBoom, ContextDone, 1, nil},
+		{"at ctx deadline", Policy{}, time.Hour, time.Hour, errBoom, DeadlineReached, 1, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1173,7 +1195,7 @@ func TestTimeLeftAtTheEdge(t *testing.T) {
 			if got := ft.Waits(); !slices.Equal(got, tt.waits) {
 				t.Errorf("Do() waits = %v; want %v", got, tt.waits)
 			}
-			if tt.reason == ContextDone && (re == nil || re.Cause != context.DeadlineExceeded) {
+			if tt.reason == DeadlineReached && (re == nil || re.Cause != context.DeadlineExceeded) {
 				t.Errorf("Do() = %v; want Cause context.DeadlineExceeded", err)
 			}
 		})

@@ -61,7 +61,7 @@ func TestDefaultSleeperGivesUpBeforeCtxDeadline(t *testing.T) {
 		if elapsed := time.Since(start); elapsed != 0 {
 			t.Errorf("Do() returned after %v; want 0s: a 10s wait cannot end before a 5s deadline", elapsed)
 		}
-		assertContextDone(t, err, context.DeadlineExceeded, 1)
+		assertDeadlineReached(t, err, 1)
 	})
 }
 
@@ -185,6 +185,47 @@ func TestAttemptTimeoutWithinDeadline(t *testing.T) {
 		var re *RetryExhausted
 		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 2 {
 			t.Errorf("Do() = %v; want DeadlineReached after 2 attempts", err)
+		}
+	})
+}
+
+// Issue 15, point 1, on real timers: with a 1s Deadline, 300ms waits and
+// an OnRetry that takes 600ms, fn is called at 0s and 600ms, and not at
+// 1.2s, after the Deadline.
+func TestNoCallAfterTheDeadlineOnRealTimers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var at []time.Duration
+		p := Policy{Deadline: time.Second, BaseDelay: 300 * time.Millisecond, MaxDelay: 300 * time.Millisecond, Jitter: NoJitter}
+		p.OnRetry = func(context.Context, int, error, time.Duration) { time.Sleep(600 * time.Millisecond) }
+		err := Do(context.Background(), func(ctx context.Context) error {
+			at = append(at, time.Since(start))
+			return errBoom
+		}, p)
+		if want := []time.Duration{0, 600 * time.Millisecond}; !slices.Equal(at, want) {
+			t.Errorf("fn called at %v; want %v", at, want)
+		}
+		assertDeadlineReached(t, err, 2)
+		if elapsed := time.Since(start); elapsed != 1200*time.Millisecond {
+			t.Errorf("Do() returned after %v; want 1.2s, when OnRetry returned", elapsed)
+		}
+	})
+}
+
+// Issue 15, point 2, on real timers: fn hangs until the Deadline ends its
+// ctx, and IsRetryable refuses timeouts; Do still says that its Deadline
+// ended the call.
+func TestHungCallWithAPredicateThatRefusesTimeouts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		p := Policy{Deadline: 300 * time.Millisecond, IsRetryable: func(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }}
+		err := Do(context.Background(), hang, p)
+		var re *RetryExhausted
+		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 1 || re.Last != context.DeadlineExceeded || re.Elapsed != 300*time.Millisecond {
+			t.Errorf("Do() = %#v; want DeadlineReached after 1 attempt in 300ms, Last context.DeadlineExceeded", err)
+		}
+		if elapsed := time.Since(start); elapsed != 300*time.Millisecond {
+			t.Errorf("Do() returned after %v; want 300ms", elapsed)
 		}
 	})
 }

@@ -1,0 +1,401 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 15: the edges that a trial in real services and an outside review
+// still hit.
+
+// Issue 15, point 1: fn is never called after a deadline has passed, however
+// late OnRetry or the Sleeper makes the next attempt; the Budget token of
+// the retry that did not happen is given back.
+func TestNoCallAfterADeadline(t *testing.T) {
+	const late = 15 * time.Millisecond
+	slowOnRetry := func(ft *fakeTime) func(context.Context, int, error, time.Duration) {
+		return func(context.Context, int, error, time.Duration) { ft.advance(600 * time.Millisecond) }
+	}
+	lateSleeper := func(ft *fakeTime) SleeperFunc {
+		return func(ctx context.Context, d time.Duration) error { return ft.Sleep(ctx, d+late) }
+	}
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		slow       bool // OnRetry takes 600ms
+		late       bool // the Sleeper returns 15ms late
+		calls      []time.Duration
+		limit      string // the deadline named in the message
+	}{
+		// 300ms waits: the first fits at 0s, OnRetry ends it at 600ms; the
+		// second fits at 600ms, OnRetry ends it at 1.2s, past the deadline
+		{"Deadline, slow OnRetry", Policy{Deadline: time.Second, BaseDelay: 300 * time.Millisecond}, 0, true, false,
+			[]time.Duration{0, 600 * time.Millisecond}, "Policy.Deadline passed"},
+		{"ctx deadline, slow OnRetry", Policy{BaseDelay: 300 * time.Millisecond}, time.Second, true, false,
+			[]time.Duration{0, 600 * time.Millisecond}, "ctx's deadline passed"},
+		// a 990ms wait fits a 1s deadline; the Sleeper ends it at 1.005s
+		{"Deadline, late Sleeper", Policy{Deadline: time.Second, BaseDelay: 990 * time.Millisecond}, 0, false, true,
+			[]time.Duration{0}, "Policy.Deadline passed"},
+		{"ctx deadline, late Sleeper", Policy{BaseDelay: 990 * time.Millisecond}, time.Second, false, true,
+			[]time.Duration{0}, "ctx's deadline passed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			start := ft.Now()
+			p := tt.p
+			p.MaxDelay, p.Jitter, p.Budget = p.BaseDelay, NoJitter, NewBudget(0, 5)
+			p = ft.with(p)
+			if tt.slow {
+				p.OnRetry = slowOnRetry(ft)
+			}
+			if tt.late {
+				p.Sleeper = lateSleeper(ft)
+			}
+			var at []time.Duration
+			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), func(ctx context.Context) error {
+				at = append(at, ft.Now().Sub(start))
+				return errBoom
+			}, p)
+			if !slices.Equal(at, tt.calls) {
+				t.Errorf("fn called at %v; want %v", at, tt.calls)
+			}
+			assertDeadlineReached(t, err, len(tt.calls))
+			if err != nil && !strings.Contains(err.Error(), "(deadline reached: "+tt.limit+")") {
+				t.Errorf("Do() = %q; want it to say %q", err, tt.limit)
+			}
+			// the tokens of the retries made are spent; the last one is given back
+			if got, want := p.Budget.Tokens(), float64(5-len(tt.calls)+1); got != want {
+				t.Errorf("Budget.Tokens() = %v; want %v", got, want)
+			}
+		})
+	}
+}
+
+// Issue 15, point 2: when Policy.Deadline has passed as fn fails, Do
+// reports its own deadline whatever the predicate says; a Permanent error
+// is still returned as it is.
+func TestDeadlineBeforeThePredicate(t *testing.T) {
+	errFinal := errors.New("final")
+	noTimeouts := func(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		err        error // fn's error, returned after the call took 2s
+		want       error // nil: a DeadlineReached, with err as Last
+	}{
+		{"Deadline, a timeout refused by IsRetryable", Policy{Deadline: time.Second, IsRetryable: noTimeouts}, 0, context.DeadlineExceeded, nil},
+		{"Deadline, every error refused", Policy{Deadline: time.Second, IsRetryable: func(error) bool { return false }}, 0, errFinal, nil},
+		{"ctx deadline, every error refused", Policy{IsRetryable: func(error) bool { return false }}, time.Second, errFinal, nil},
+		{"Deadline, Permanent", Policy{Deadline: time.Second}, 0, Permanent(errFinal), errFinal},
+		{"before the Deadline, refused", Policy{Deadline: time.Hour, IsRetryable: func(error) bool { return false }}, 0, errFinal, errFinal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			calls := 0
+			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), func(context.Context) error {
+				calls++
+				ft.advance(2 * time.Second)
+				return tt.err
+			}, ft.with(tt.p))
+			if tt.want != nil {
+				if err != tt.want || calls != 1 {
+					t.Errorf("Do() = %v after %d calls; want %v after 1", err, calls, tt.want)
+				}
+				return
+			}
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 1 || re.Last != tt.err ||
+				!errors.Is(err, context.DeadlineExceeded) || calls != 1 {
+				t.Errorf("Do() = %v after %d calls; want DeadlineReached after 1, Last %v", err, calls, tt.err)
+			}
+		})
+	}
+}
+
+// Issue 15, point 3: ContextDone if and only if ctx was done when Do
+// stopped; every DeadlineReached reaches context.DeadlineExceeded, and
+// its message names the deadline, the wait and the time left.
+func TestContextDoneOnlyWhenCtxIsDone(t *testing.T) {
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		reason     Reason
+		message    string
+	}{
+		{"next wait past ctx's deadline", Policy{}, 150 * time.Millisecond, DeadlineReached,
+			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before ctx's deadline): boom"},
+		{"next wait past Policy.Deadline", Policy{Deadline: 150 * time.Millisecond}, 0, DeadlineReached,
+			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Deadline): boom"},
+		{"the nearer deadline is named", Policy{Deadline: 170 * time.Millisecond}, 150 * time.Millisecond, DeadlineReached,
+			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before ctx's deadline): boom"},
+		{"both deadlines at once: Policy.Deadline is named", Policy{Deadline: 150 * time.Millisecond}, 150 * time.Millisecond, DeadlineReached,
+			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Deadline): boom"},
+		{"the nearer deadline is named, Policy's", Policy{Deadline: 150 * time.Millisecond}, 170 * time.Millisecond, DeadlineReached,
+			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Deadline): boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
+			p := tt.p
+			p.Jitter = NoJitter
+			err := Do(ctx, (&flaky{n: 9, err: errBoom}).call, ft.with(p))
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != tt.reason || re.Cause != context.DeadlineExceeded || ctx.Err() != nil {
+				t.Fatalf("Do() = %v, ctx.Err() = %v; want %v, Cause context.DeadlineExceeded, ctx alive", err, ctx.Err(), tt.reason)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) || err.Error() != tt.message {
+				t.Errorf("Do() = %q; want %q, reaching context.DeadlineExceeded", err, tt.message)
+			}
+		})
+	}
+}
+
+// Issue 15, point 3: a ctx that is done when Do stops makes the reason
+// ContextDone, whatever else stopped Do at the same time.
+func TestContextDoneWinsWhenCtxIsDone(t *testing.T) {
+	ft := newFakeTime()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := ft.Now()
+	p := ft.with(Policy{Deadline: time.Second})
+	p.Clock = ClockFunc(func() time.Time {
+		if ft.Now().Sub(start) >= time.Second { // the caller leaves as the Deadline passes
+			cancel()
+		}
+		return ft.Now()
+	})
+	err := Do(ctx, func(context.Context) error { ft.advance(2 * time.Second); return errBoom }, p)
+	assertContextDone(t, err, context.Canceled, 1)
+}
+
+// Issue 15, point 4: the message is one line for any line break, its
+// durations are rounded for reading, and HintTooLong names the hint and
+// the limit it broke.
+func TestErrorMessageReadsWell(t *testing.T) {
+	tests := []struct {
+		name string
+		err  *RetryExhausted
+		want string
+	}{
+		{"\\r\\n is one break", &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New("a\r\nb")},
+			"retry: gave up after 2 attempts in 0s (max attempts reached): a; b"},
+		{"a lone \\r is a break", &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New("a\rb\n\nc")},
+			"retry: gave up after 2 attempts in 0s (max attempts reached): a; b; ; c"},
+		{"a break in Cause", &RetryExhausted{Attempts: 2, Reason: SleepFailed, Cause: errors.New("x\ry"), Last: errBoom},
+			"retry: gave up after 2 attempts in 0s (sleep failed: x; y): boom"},
+		{"ms rounded", &RetryExhausted{Attempts: 2, Elapsed: 285353606, Reason: MaxAttemptsReached},
+			"retry: gave up after 2 attempts in 285ms (max attempts reached)"},
+		{"ms rounded at a power of ten", &RetryExhausted{Attempts: 2, Elapsed: 1000500, Reason: MaxAttemptsReached},
+			"retry: gave up after 2 attempts in 1ms (max attempts reached)"},
+		{"s rounded", &RetryExhausted{Attempts: 2, Elapsed: 1294999999, Reason: MaxAttemptsReached},
+			"retry: gave up after 2 attempts in 1.29s (max attempts reached)"},
+		{"rounded up", &RetryExhausted{Attempts: 2, Elapsed: 1295000000, Reason: MaxAttemptsReached},
+			"retry: gave up after 2 attempts in 1.3s (max attempts reached)"},
+		{"minutes rounded", &RetryExhausted{Attempts: 2, Elapsed: 83456 * time.Millisecond, Reason: MaxAttemptsReached},
+			"retry: gave up after 2 attempts in 1m23.5s (max attempts reached)"},
+		{"µs kept", &RetryExhausted{Attempts: 2, Elapsed: 999, Reason: MaxAttemptsReached},
+			"retry: gave up after 2 attempts in 999ns (max attempts reached)"},
+		{"the longest", &RetryExhausted{Attempts: 2, Elapsed: math.MaxInt64, Reason: MaxAttemptsReached},
+			"retry: gave up after 2 attempts in 2561111h6m40s (max attempts reached)"},
+		{"DeadlineReached without the detail", &RetryExhausted{Attempts: 2, Reason: DeadlineReached, Cause: context.DeadlineExceeded},
+			"retry: gave up after 2 attempts in 0s (deadline reached: context deadline exceeded)"},
+		{"HintTooLong without the detail", &RetryExhausted{Attempts: 1, Reason: HintTooLong},
+			"retry: gave up after 1 attempt in 0s (retry-after hint too long)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("Error() = %q; want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// Issue 15, point 4: what Do says when it gives up on a limit.
+func TestErrorMessageNamesTheLimit(t *testing.T) {
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		hint       time.Duration
+		want       string
+	}{
+		{"hint above MaxDelay", Policy{MaxDelay: 10 * time.Second}, 0, 2 * time.Minute,
+			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 2m0s, above MaxDelay 10s): slow down"},
+		{"hint past Policy.Deadline", Policy{Deadline: 5 * time.Second}, 0, 4 * time.Second,
+			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 4s, with 3.5s left before Policy.Deadline): slow down"},
+		{"hint past ctx's deadline", Policy{}, 5 * time.Second, 4 * time.Second,
+			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 4s, with 3.5s left before ctx's deadline): slow down"},
+		{"the shortest Deadline, passed", Policy{Deadline: 1}, 0, 0,
+			"retry: gave up after 1 attempt in 1.5s (deadline reached: Policy.Deadline passed): slow down"},
+		{"wait past Policy.Deadline, rounded", Policy{Deadline: 2700 * time.Millisecond, BaseDelay: 1234567891}, 0, 0,
+			"retry: gave up after 1 attempt in 1.5s (deadline reached: next wait 1.23s, with 1.2s left before Policy.Deadline): slow down"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			p := tt.p
+			p.MaxAttempts, p.Jitter = 2, NoJitter
+			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), func(context.Context) error {
+				ft.advance(1500 * time.Millisecond)
+				return hintErr(tt.hint)
+			}, ft.with(p))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Do() = %v; want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// Issue 15, point 5: a field left at 0 derives from the one that was set,
+// keeping MaxDelay at least 3×BaseDelay; only two set values that
+// contradict each other are invalid.
+func TestHalfSetPolicy(t *testing.T) {
+	tests := []struct {
+		name      string
+		p         Policy
+		base, max time.Duration
+	}{
+		{"zero", Policy{}, DefaultBaseDelay, DefaultMaxDelay},
+		{"MaxDelay below the default BaseDelay", Policy{MaxDelay: 50 * time.Millisecond}, 50 * time.Millisecond / 3, 50 * time.Millisecond},
+		{"MaxDelay at 3×the default BaseDelay", Policy{MaxDelay: 300 * time.Millisecond}, DefaultBaseDelay, 300 * time.Millisecond},
+		{"MaxDelay just below it", Policy{MaxDelay: 300*time.Millisecond - 3}, DefaultBaseDelay - 1, 300*time.Millisecond - 3},
+		{"MaxDelay above", Policy{MaxDelay: time.Second}, DefaultBaseDelay, time.Second},
+		{"MaxDelay 2ns", Policy{MaxDelay: 2}, 0, 2},
+		{"BaseDelay above the default MaxDelay", Policy{BaseDelay: time.Minute}, time.Minute, 3 * time.Minute},
+		{"BaseDelay at a third of it", Policy{BaseDelay: 10 * time.Second}, 10 * time.Second, DefaultMaxDelay},
+		{"BaseDelay just above", Policy{BaseDelay: 10*time.Second + 1}, 10*time.Second + 1, 30*time.Second + 3},
+		{"BaseDelay below", Policy{BaseDelay: time.Second}, time.Second, DefaultMaxDelay},
+		{"BaseDelay at MaxInt64/3", Policy{BaseDelay: math.MaxInt64 / 3}, math.MaxInt64 / 3, math.MaxInt64 / 3 * 3},
+		{"BaseDelay above MaxInt64/3 saturates", Policy{BaseDelay: math.MaxInt64/3 + 1}, math.MaxInt64/3 + 1, math.MaxInt64},
+		{"both set, below 3×", Policy{BaseDelay: time.Second, MaxDelay: time.Second}, time.Second, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.p.Validate(); err != nil {
+				t.Fatalf("Validate() = %v; want nil", err)
+			}
+			q := tt.p
+			q.fillDefaults()
+			if q.BaseDelay != tt.base || q.MaxDelay != tt.max {
+				t.Errorf("BaseDelay, MaxDelay = %v, %v; want %v, %v", q.BaseDelay, q.MaxDelay, tt.base, tt.max)
+			}
+		})
+	}
+	// A half-set Policy calls fn, with waits on the derived scale.
+	ft := newFakeTime()
+	p := ft.with(Policy{MaxDelay: 60 * time.Millisecond, MaxAttempts: 3, Jitter: NoJitter})
+	fn := &flaky{n: 2, err: errBoom}
+	if err := Do(context.Background(), fn.call, p); err != nil || fn.calls != 3 {
+		t.Errorf("Do() = %v after %d calls; want nil after 3", err, fn.calls)
+	}
+	if got, want := ft.Waits(), []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}; !slices.Equal(got, want) {
+		t.Errorf("Do() waits = %v; want %v", got, want)
+	}
+	for _, p := range []Policy{{BaseDelay: time.Second, MaxDelay: time.Second - 1}, {BaseDelay: 2, MaxDelay: 1}} {
+		if err := p.Validate(); !errors.Is(err, ErrInvalidPolicy) {
+			t.Errorf("Validate() of MaxDelay %v below BaseDelay %v = %v; want ErrInvalidPolicy", p.MaxDelay, p.BaseDelay, err)
+		}
+	}
+}
+
+// Issue 15, point 6: a nil Budget is no budget, and says so.
+func TestNilBudgetTokens(t *testing.T) {
+	var b *Budget
+	if got := b.Tokens(); !math.IsInf(got, 1) {
+		t.Errorf("(*Budget)(nil).Tokens() = %v; want +Inf", got)
+	}
+}
+
+// Issue 15, point 6: docs that the code contradicted say nothing of the
+// old behaviour any more.
+func TestNoStaleDocs(t *testing.T) {
+	stale := []string{
+		"Do starts no goroutines.",                                // context.WithTimeout may start one
+		"is the first wait",                                       // the default jitter's first wait is in [BaseDelay, 3×BaseDelay)
+		"waits starting at 100ms",                                 // the same
+		"waits from 100ms",                                        // the same
+		"or its deadline would have passed",                       // ContextDone means that ctx is done
+		"at or after ctx's deadline, Do gives up at once instead", // with ContextDone
+	}
+	for _, name := range []string{"README.md", "retry.go", "policy.go", "errors.go", "budget.go", "jitter.go"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(strings.ReplaceAll(string(b), "//", "")), " ")
+		for _, s := range stale {
+			if strings.Contains(text, s) {
+				t.Errorf("%s says %q", name, s)
+			}
+		}
+	}
+}
+
+// ownDone is a Context whose Done channel package context did not make,
+// as some frameworks' Context types have.
+type ownDone struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c ownDone) Done() <-chan struct{} { return c.done }
+
+// Issue 15, point 6: as the package doc says, Do starts no goroutine of
+// its own; context.WithTimeout starts one for an attempt, ending with it,
+// only for a ctx whose Done package context did not make.
+func TestGoroutinePerAttempt(t *testing.T) {
+	// watchers counts the goroutines that context starts to watch a
+	// parent it does not know.
+	watchers := func() int {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "context.(*cancelCtx).propagateCancel.func")
+	}
+	tests := []struct {
+		name string
+		ctx  context.Context
+		p    Policy
+		want int
+	}{
+		{"no Deadline, own Done", ownDone{context.Background(), make(chan struct{})}, Policy{}, 0},
+		{"Deadline, a ctx from package context", context.WithValue(context.Background(), ownDone{}, 1), Policy{Deadline: time.Hour}, 0},
+		{"Deadline, own Done", ownDone{context.Background(), make(chan struct{})}, Policy{Deadline: time.Hour}, 1},
+		{"AttemptTimeout, own Done", ownDone{context.Background(), make(chan struct{})}, Policy{AttemptTimeout: time.Hour}, 1},
+	}
+	// settled waits for the watchers of attempts that ended to exit, as
+	// they do soon after, and returns how many are left.
+	settled := func() int {
+		for i := 0; i < 10000 && watchers() > 0; i++ {
+			runtime.Gosched()
+		}
+		return watchers()
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if n := settled(); n != 0 {
+				t.Fatalf("goroutines watching a ctx before Do = %d; want 0", n)
+			}
+			during := -1
+			Do(tt.ctx, func(ctx context.Context) error { during = watchers(); return nil }, newFakeTime().with(tt.p))
+			if during != tt.want {
+				t.Errorf("goroutines watching Do's ctx during the attempt = %d; want %d", during, tt.want)
+			}
+			if n := settled(); n != 0 {
+				t.Errorf("goroutines watching Do's ctx after Do = %d; want 0", n)
+			}
+		})
+	}
+}
