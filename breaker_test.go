@@ -9,7 +9,7 @@ import (
 	"github.com/quietwire/retry"
 )
 
-// Issue 15, point 3: the breaker recipe decides on the Reason, which says
+// The breaker recipe decides on the Reason, which says
 // ContextDone only when the caller's ctx was done; giving up ahead of
 // ctx's deadline, with ctx alive, is the dependency's failure.
 func TestBreakerDecidesOnReason(t *testing.T) {

@@ -315,7 +315,7 @@ func TestBudgetMetByCallsFailingOnce(t *testing.T) {
 	}
 }
 
-// Issue 10, point 4: the token of a retry that does not happen is given
+// The token of a retry that does not happen is given
 // back.
 func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 	errSleep := errors.New("sleeper broke")

@@ -15,7 +15,7 @@ import (
 // Issue 15: the edges that a trial in real services and an outside review
 // still hit.
 
-// Issue 15, point 1: fn is never called after a deadline has passed, however
+// Fn is never called after a deadline has passed, however
 // late OnRetry or the Sleeper makes the next attempt; the Budget token of
 // the retry that did not happen is given back.
 func TestNoCallAfterADeadline(t *testing.T) {
@@ -80,7 +80,7 @@ func TestNoCallAfterADeadline(t *testing.T) {
 	}
 }
 
-// Issue 15, point 2: when Policy.Deadline has passed as fn fails, Do
+// When Policy.Deadline has passed as fn fails, Do
 // reports its own deadline whatever the predicate says; a Permanent error
 // is still returned as it is.
 func TestDeadlineBeforeThePredicate(t *testing.T) {
@@ -123,7 +123,7 @@ func TestDeadlineBeforeThePredicate(t *testing.T) {
 	}
 }
 
-// Issue 15, point 3: ContextDone if and only if ctx was done when Do
+// ContextDone if and only if ctx was done when Do
 // stopped; every DeadlineReached reaches context.DeadlineExceeded, and
 // its message names the deadline, the wait and the time left.
 func TestContextDoneOnlyWhenCtxIsDone(t *testing.T) {
@@ -163,7 +163,7 @@ func TestContextDoneOnlyWhenCtxIsDone(t *testing.T) {
 	}
 }
 
-// Issue 15, point 3: a ctx that is done when Do stops makes the reason
+// A ctx that is done when Do stops makes the reason
 // ContextDone, whatever else stopped Do at the same time.
 func TestContextDoneWinsWhenCtxIsDone(t *testing.T) {
 	ft := newFakeTime()
@@ -181,7 +181,7 @@ func TestContextDoneWinsWhenCtxIsDone(t *testing.T) {
 	assertContextDone(t, err, context.Canceled, 1)
 }
 
-// Issue 15, point 4: the message is one line for any line break, its
+// The message is one line for any line break, its
 // durations are rounded for reading, and HintTooLong names the hint and
 // the limit it broke.
 func TestErrorMessageReadsWell(t *testing.T) {
@@ -224,7 +224,7 @@ func TestErrorMessageReadsWell(t *testing.T) {
 	}
 }
 
-// Issue 15, point 4: what Do says when it gives up on a limit.
+// What Do says when it gives up on a limit.
 func TestErrorMessageNamesTheLimit(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -260,7 +260,7 @@ func TestErrorMessageNamesTheLimit(t *testing.T) {
 	}
 }
 
-// Issue 15, point 5: a field left at 0 derives from the one that was set,
+// A field left at 0 derives from the one that was set,
 // keeping MaxDelay at least 3×BaseDelay; only two set values that
 // contradict each other are invalid.
 func TestHalfSetPolicy(t *testing.T) {
@@ -312,7 +312,7 @@ func TestHalfSetPolicy(t *testing.T) {
 	}
 }
 
-// Issue 15, point 6: a nil Budget is no budget, and says so.
+// A nil Budget is no budget, and says so.
 func TestNilBudgetTokens(t *testing.T) {
 	var b *Budget
 	if got := b.Tokens(); !math.IsInf(got, 1) {
@@ -320,7 +320,7 @@ func TestNilBudgetTokens(t *testing.T) {
 	}
 }
 
-// Issue 15, point 6: docs that the code contradicted say nothing of the
+// Docs that the code contradicted say nothing of the
 // old behaviour any more.
 func TestNoStaleDocs(t *testing.T) {
 	stale := []string{
@@ -354,7 +354,7 @@ type ownDone struct {
 
 func (c ownDone) Done() <-chan struct{} { return c.done }
 
-// Issue 15, point 6: as the package doc says, Do starts no goroutine of
+// As the package doc says, Do starts no goroutine of
 // its own; context.WithTimeout starts one for an attempt, ending with it,
 // only for a ctx whose Done package context did not make.
 func TestGoroutinePerAttempt(t *testing.T) {

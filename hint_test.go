@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Issue 14, point 1: After attaches a hint that Do honours like any
+// After attaches a hint that Do honours like any
 // RetryAfter method: the wait is max(jitter, d), and a hint the policy
 // cannot honour ends the run at once.
 func TestAfterThroughDo(t *testing.T) {
@@ -194,7 +194,7 @@ func TestAfterWithPermanent(t *testing.T) {
 // parseNow is the RFC's own example instant, Sun, 06 Nov 1994 08:49:37 GMT.
 var parseNow = time.Date(1994, time.November, 6, 8, 49, 37, 0, time.UTC)
 
-// Issue 14, point 2: ParseRetryAfter as RFC 9110 writes Retry-After
+// ParseRetryAfter as RFC 9110 writes Retry-After
 // (10.2.3) and HTTP-date (5.6.7). Every want is worked out by hand from
 // the RFC; day counts are spelled out.
 func TestParseRetryAfter(t *testing.T) {

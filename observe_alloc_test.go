@@ -11,7 +11,7 @@ import (
 	"github.com/quietwire/retry"
 )
 
-// Issue 15, point 7: the README's observability recipe, as written, makes
+// The README's observability recipe, as written, makes
 // no allocation for a call that succeeds. (The race detector allocates on
 // its own, hence the build tag.)
 func TestObserveRecipeAllocatesNothingOnSuccess(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// Issue 15, point 7: the README's observability recipe is a whole file,
+// The README's observability recipe is a whole file,
 // observe_recipe_test.go without its package clause, so it compiles here;
 // and it refers to nothing declared outside it but the names of the
 // packages it imports and Go's predeclared ones, so it compiles pasted

@@ -1101,7 +1101,7 @@ func (w wrapHint) Error() string             { return "wrapped: " + w.err.Error(
 func (w wrapHint) RetryAfter() time.Duration { return w.d }
 func (w wrapHint) Unwrap() error             { return w.err }
 
-// Issue 10, point 7: a deadline that has passed wins over a hint, for
+// A deadline that has passed wins over a hint, for
 // Policy.Deadline and for ctx's deadline alike.
 func TestPassedDeadlineWinsOverHint(t *testing.T) {
 	tests := []struct {
@@ -1139,7 +1139,7 @@ type ptrHint struct{ d time.Duration }
 func (h *ptrHint) Error() string             { return "hint " + h.d.String() }
 func (h *ptrHint) RetryAfter() time.Duration { return h.d }
 
-// Issue 10, point 8: as documented on Do, Do calls RetryAfter on a typed
+// As documented on Do, Do calls RetryAfter on a typed
 // nil error, and the panic of a method that dereferences it reaches the
 // caller; it is not swallowed.
 func TestTypedNilWhoseRetryAfterDereferences(t *testing.T) {
