@@ -51,9 +51,9 @@ func BenchmarkDo(b *testing.B) {
 			}
 		}
 	})
-	b.Run("success-deadline", func(b *testing.B) {
+	b.Run("success-timeout", func(b *testing.B) {
 		b.ReportAllocs()
-		p := Policy{Deadline: time.Minute}
+		p := Policy{Timeout: time.Minute}
 		for range b.N {
 			if err := Do(ctx, succeed, p); err != nil {
 				b.Fatal(err)

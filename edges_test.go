@@ -37,13 +37,13 @@ func TestNoCallAfterADeadline(t *testing.T) {
 	}{
 		// 300ms waits: the first fits at 0s, OnRetry ends it at 600ms; the
 		// second fits at 600ms, OnRetry ends it at 1.2s, past the deadline
-		{"Deadline, slow OnRetry", Policy{Deadline: time.Second, BaseDelay: 300 * time.Millisecond}, 0, true, false,
-			[]time.Duration{0, 600 * time.Millisecond}, "Policy.Deadline passed"},
+		{"Timeout, slow OnRetry", Policy{Timeout: time.Second, BaseDelay: 300 * time.Millisecond}, 0, true, false,
+			[]time.Duration{0, 600 * time.Millisecond}, "Policy.Timeout passed"},
 		{"ctx deadline, slow OnRetry", Policy{BaseDelay: 300 * time.Millisecond}, time.Second, true, false,
 			[]time.Duration{0, 600 * time.Millisecond}, "ctx's deadline passed"},
 		// a 990ms wait fits a 1s deadline; the Sleeper ends it at 1.005s
-		{"Deadline, late Sleeper", Policy{Deadline: time.Second, BaseDelay: 990 * time.Millisecond}, 0, false, true,
-			[]time.Duration{0}, "Policy.Deadline passed"},
+		{"Timeout, late Sleeper", Policy{Timeout: time.Second, BaseDelay: 990 * time.Millisecond}, 0, false, true,
+			[]time.Duration{0}, "Policy.Timeout passed"},
 		{"ctx deadline, late Sleeper", Policy{BaseDelay: 990 * time.Millisecond}, time.Second, false, true,
 			[]time.Duration{0}, "ctx's deadline passed"},
 	}
@@ -80,7 +80,7 @@ func TestNoCallAfterADeadline(t *testing.T) {
 	}
 }
 
-// When Policy.Deadline has passed as fn fails, Do
+// When Policy.Timeout has passed as fn fails, Do
 // reports its own deadline whatever the predicate says; a Permanent error
 // is still returned as it is.
 func TestDeadlineBeforeThePredicate(t *testing.T) {
@@ -93,11 +93,11 @@ func TestDeadlineBeforeThePredicate(t *testing.T) {
 		err        error // fn's error, returned after the call took 2s
 		want       error // nil: a DeadlineReached, with err as Last
 	}{
-		{"Deadline, a timeout refused by IsRetryable", Policy{Deadline: time.Second, IsRetryable: noTimeouts}, 0, context.DeadlineExceeded, nil},
-		{"Deadline, every error refused", Policy{Deadline: time.Second, IsRetryable: func(error) bool { return false }}, 0, errFinal, nil},
+		{"Timeout, a timeout refused by IsRetryable", Policy{Timeout: time.Second, IsRetryable: noTimeouts}, 0, context.DeadlineExceeded, nil},
+		{"Timeout, every error refused", Policy{Timeout: time.Second, IsRetryable: func(error) bool { return false }}, 0, errFinal, nil},
 		{"ctx deadline, every error refused", Policy{IsRetryable: func(error) bool { return false }}, time.Second, errFinal, nil},
-		{"Deadline, Permanent", Policy{Deadline: time.Second}, 0, Permanent(errFinal), errFinal},
-		{"before the Deadline, refused", Policy{Deadline: time.Hour, IsRetryable: func(error) bool { return false }}, 0, errFinal, errFinal},
+		{"Timeout, Permanent", Policy{Timeout: time.Second}, 0, Permanent(errFinal), errFinal},
+		{"before the Timeout, refused", Policy{Timeout: time.Hour, IsRetryable: func(error) bool { return false }}, 0, errFinal, errFinal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,14 +136,14 @@ func TestContextDoneOnlyWhenCtxIsDone(t *testing.T) {
 	}{
 		{"next wait past ctx's deadline", Policy{}, 150 * time.Millisecond, DeadlineReached,
 			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before ctx's deadline): boom"},
-		{"next wait past Policy.Deadline", Policy{Deadline: 150 * time.Millisecond}, 0, DeadlineReached,
-			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Deadline): boom"},
-		{"the nearer deadline is named", Policy{Deadline: 170 * time.Millisecond}, 150 * time.Millisecond, DeadlineReached,
+		{"next wait past Policy.Timeout", Policy{Timeout: 150 * time.Millisecond}, 0, DeadlineReached,
+			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Timeout): boom"},
+		{"the nearer deadline is named", Policy{Timeout: 170 * time.Millisecond}, 150 * time.Millisecond, DeadlineReached,
 			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before ctx's deadline): boom"},
-		{"both deadlines at once: Policy.Deadline is named", Policy{Deadline: 150 * time.Millisecond}, 150 * time.Millisecond, DeadlineReached,
-			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Deadline): boom"},
-		{"the nearer deadline is named, Policy's", Policy{Deadline: 150 * time.Millisecond}, 170 * time.Millisecond, DeadlineReached,
-			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Deadline): boom"},
+		{"both deadlines at once: Policy.Timeout is named", Policy{Timeout: 150 * time.Millisecond}, 150 * time.Millisecond, DeadlineReached,
+			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Timeout): boom"},
+		{"the nearer deadline is named, Policy's", Policy{Timeout: 150 * time.Millisecond}, 170 * time.Millisecond, DeadlineReached,
+			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Timeout): boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,9 +170,9 @@ func TestContextDoneWinsWhenCtxIsDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := ft.Now()
-	p := ft.with(Policy{Deadline: time.Second})
+	p := ft.with(Policy{Timeout: time.Second})
 	p.Clock = ClockFunc(func() time.Time {
-		if ft.Now().Sub(start) >= time.Second { // the caller leaves as the Deadline passes
+		if ft.Now().Sub(start) >= time.Second { // the caller leaves as the Timeout passes
 			cancel()
 		}
 		return ft.Now()
@@ -235,14 +235,14 @@ func TestErrorMessageNamesTheLimit(t *testing.T) {
 	}{
 		{"hint above MaxDelay", Policy{MaxDelay: 10 * time.Second}, 0, 2 * time.Minute,
 			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 2m0s, above MaxDelay 10s): slow down"},
-		{"hint past Policy.Deadline", Policy{Deadline: 5 * time.Second}, 0, 4 * time.Second,
-			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 4s, with 3.5s left before Policy.Deadline): slow down"},
+		{"hint past Policy.Timeout", Policy{Timeout: 5 * time.Second}, 0, 4 * time.Second,
+			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 4s, with 3.5s left before Policy.Timeout): slow down"},
 		{"hint past ctx's deadline", Policy{}, 5 * time.Second, 4 * time.Second,
 			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 4s, with 3.5s left before ctx's deadline): slow down"},
-		{"the shortest Deadline, passed", Policy{Deadline: 1}, 0, 0,
-			"retry: gave up after 1 attempt in 1.5s (deadline reached: Policy.Deadline passed): slow down"},
-		{"wait past Policy.Deadline, rounded", Policy{Deadline: 2700 * time.Millisecond, BaseDelay: 1234567891}, 0, 0,
-			"retry: gave up after 1 attempt in 1.5s (deadline reached: next wait 1.23s, with 1.2s left before Policy.Deadline): slow down"},
+		{"the shortest Timeout, passed", Policy{Timeout: 1}, 0, 0,
+			"retry: gave up after 1 attempt in 1.5s (deadline reached: Policy.Timeout passed): slow down"},
+		{"wait past Policy.Timeout, rounded", Policy{Timeout: 2700 * time.Millisecond, BaseDelay: 1234567891}, 0, 0,
+			"retry: gave up after 1 attempt in 1.5s (deadline reached: next wait 1.23s, with 1.2s left before Policy.Timeout): slow down"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -370,9 +370,9 @@ func TestGoroutinePerAttempt(t *testing.T) {
 		p    Policy
 		want int
 	}{
-		{"no Deadline, own Done", ownDone{context.Background(), make(chan struct{})}, Policy{}, 0},
-		{"Deadline, a ctx from package context", context.WithValue(context.Background(), ownDone{}, 1), Policy{Deadline: time.Hour}, 0},
-		{"Deadline, own Done", ownDone{context.Background(), make(chan struct{})}, Policy{Deadline: time.Hour}, 1},
+		{"no Timeout, own Done", ownDone{context.Background(), make(chan struct{})}, Policy{}, 0},
+		{"Timeout, a ctx from package context", context.WithValue(context.Background(), ownDone{}, 1), Policy{Timeout: time.Hour}, 0},
+		{"Timeout, own Done", ownDone{context.Background(), make(chan struct{})}, Policy{Timeout: time.Hour}, 1},
 		{"AttemptTimeout, own Done", ownDone{context.Background(), make(chan struct{})}, Policy{AttemptTimeout: time.Hour}, 1},
 	}
 	// settled waits for the watchers of attempts that ended to exit, as

@@ -100,7 +100,7 @@ type Reason int
 const (
 	// MaxAttemptsReached means fn was called Policy.MaxAttempts times.
 	MaxAttemptsReached Reason = iota + 1
-	// DeadlineReached means that, while ctx was not done, Policy.Deadline
+	// DeadlineReached means that, while ctx was not done, Policy.Timeout
 	// or ctx's deadline (measured on Policy.Clock) had passed when fn
 	// failed or when the wait for the next attempt ended, or that the next
 	// wait would not have ended before it. Cause is

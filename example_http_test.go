@@ -238,7 +238,7 @@ func Example_httpAttemptTimeout() {
 // request once. When it gives up on a status, it returns the last
 // response, as a client without retries would.
 //
-// Policy must leave AttemptTimeout and Deadline 0: the caller reads the
+// Policy must leave AttemptTimeout and Timeout 0: the caller reads the
 // body after RoundTrip returns, and Do cancels the attempt's ctx when fn
 // returns. Bound the whole exchange with http.Client.Timeout or the
 // request's ctx instead.
@@ -252,11 +252,11 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if t.Policy.AttemptTimeout != 0 || t.Policy.Deadline != 0 {
+	if t.Policy.AttemptTimeout != 0 || t.Policy.Timeout != 0 {
 		if req.Body != nil {
 			req.Body.Close() // a RoundTripper closes the body, even on an error
 		}
-		return nil, errors.New("retryTransport: Policy.AttemptTimeout and Deadline must be 0")
+		return nil, errors.New("retryTransport: Policy.AttemptTimeout and Timeout must be 0")
 	}
 	if !resendable(req) {
 		return base.RoundTrip(req)
@@ -406,7 +406,7 @@ func TestTour(t *testing.T) {
 		BaseDelay:      20 * time.Millisecond,
 		MaxDelay:       200 * time.Millisecond,
 		AttemptTimeout: 250 * time.Millisecond, // room for an answer on a loaded machine
-		Deadline:       2 * time.Second,
+		Timeout:        2 * time.Second,
 		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
 			show("    attempt %d: %v; waiting %v\n", attempt, err, wait.Round(time.Millisecond))
 		},

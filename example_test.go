@@ -73,7 +73,7 @@ func Example() {
 	}, retry.Policy{
 		MaxAttempts:    4,                // calls in all, the first included
 		AttemptTimeout: 2 * time.Second,  // each call of fn; a timed-out call is retried
-		Deadline:       10 * time.Second, // the whole call, attempts and waits included
+		Timeout:        10 * time.Second, // the whole call, attempts and waits included
 		IsRetryable:    func(err error) bool { return !errors.Is(err, ErrAuth) },
 	})
 	// err is nil, ErrAuth as Ping returned it, or a *retry.RetryExhausted.
@@ -159,7 +159,7 @@ func ExampleRetryExhausted_deadline() {
 	err := retry.Do(context.Background(), func(ctx context.Context) error {
 		ft.now = ft.now.Add(400 * time.Millisecond) // each call takes 400ms
 		return errUnavailable
-	}, retry.Policy{Deadline: time.Second, BaseDelay: 300 * time.Millisecond, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft})
+	}, retry.Policy{Timeout: time.Second, BaseDelay: 300 * time.Millisecond, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft})
 
 	var re *retry.RetryExhausted
 	if errors.As(err, &re) {
@@ -168,7 +168,7 @@ func ExampleRetryExhausted_deadline() {
 	fmt.Println(err)
 	// Output:
 	// 2 deadline reached true
-	// retry: gave up after 2 attempts in 1.1s (deadline reached: Policy.Deadline passed): service unavailable
+	// retry: gave up after 2 attempts in 1.1s (deadline reached: Policy.Timeout passed): service unavailable
 }
 
 func ExampleNoJitter() {
@@ -218,14 +218,14 @@ func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
 // Code that retries is tested on fake time: inject a Clock and a Sleeper,
 // and a fixed Rand for a fixed schedule. This run spends 7s of fake time
 // and no real time: after the call at 7s, the next wait (8s) would end
-// after the 8s Deadline, so Do gives up at once instead of sleeping.
+// after the 8s Timeout, so Do gives up at once instead of sleeping.
 func ExamplePolicy_fakeTime() {
 	ft := &fakeTime{now: time.Now()} // not a fixed date: Do measures ctx's deadline on Clock
 	start := ft.now
 	p := retry.Policy{
 		MaxAttempts: 10,
 		BaseDelay:   time.Second,
-		Deadline:    8 * time.Second,
+		Timeout:     8 * time.Second,
 		Jitter:      retry.NoJitter,
 		Clock:       ft,
 		Sleeper:     ft,
@@ -240,7 +240,7 @@ func ExamplePolicy_fakeTime() {
 	// call at 1s
 	// call at 3s
 	// call at 7s
-	// retry: gave up after 4 attempts in 7s (deadline reached: next wait 8s, with 1s left before Policy.Deadline): service unavailable
+	// retry: gave up after 4 attempts in 7s (deadline reached: next wait 8s, with 1s left before Policy.Timeout): service unavailable
 }
 
 // One Budget per downstream service, shared by every call to it: during

@@ -54,7 +54,7 @@ func FuzzDo(f *testing.F) {
 			MaxAttempts: maxAttempts,
 			BaseDelay:   time.Duration(base),
 			MaxDelay:    time.Duration(maxDelay),
-			Deadline:    time.Duration(deadline),
+			Timeout:     time.Duration(deadline),
 			Jitter:      jitters[int(kind)%len(jitters)].f,
 			Rand:        constRand(u),
 		}
@@ -112,7 +112,7 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 	}
 	q := p
 	q.fillDefaults()
-	valid := p.MaxAttempts >= 0 && p.BaseDelay >= 0 && p.MaxDelay >= 0 && p.Deadline >= 0 && q.MaxDelay >= q.BaseDelay
+	valid := p.MaxAttempts >= 0 && p.BaseDelay >= 0 && p.MaxDelay >= 0 && p.Timeout >= 0 && q.MaxDelay >= q.BaseDelay
 	var waitErr string
 	p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
 		now := ft.Now()
@@ -121,8 +121,8 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 			waitErr = "a wait outside [0, MaxDelay]"
 		case in.hint > 0 && wait < in.hint:
 			waitErr = "a wait shorter than the hint"
-		case p.Deadline > 0 && !now.Add(wait).Before(start.Add(p.Deadline)):
-			waitErr = "a wait that does not end before Deadline"
+		case p.Timeout > 0 && !now.Add(wait).Before(start.Add(p.Timeout)):
+			waitErr = "a wait that does not end before Timeout"
 		case !ctxDeadline.IsZero() && !now.Add(wait).Before(ctxDeadline):
 			waitErr = "a wait that does not end before ctx's deadline"
 		}
@@ -140,10 +140,10 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 		dl, ok := ctx.Deadline()
 		left := time.Until(dl)
 		switch {
-		case calls > 1 && (p.Deadline > 0 && ft.Now().Sub(start) >= p.Deadline || !ctxDeadline.IsZero() && !ft.Now().Before(ctxDeadline)):
+		case calls > 1 && (p.Timeout > 0 && ft.Now().Sub(start) >= p.Timeout || !ctxDeadline.IsZero() && !ft.Now().Before(ctxDeadline)):
 			ctxErr = "fn called again after a deadline"
-		case p.Deadline > 0 && (!ok || left > p.Deadline-ft.Now().Sub(start)):
-			ctxErr = "fn's ctx outlives the Deadline"
+		case p.Timeout > 0 && (!ok || left > p.Timeout-ft.Now().Sub(start)):
+			ctxErr = "fn's ctx outlives the Timeout"
 		case p.AttemptTimeout > 0 && (!ok || left > p.AttemptTimeout):
 			ctxErr = "fn's ctx outlives AttemptTimeout"
 		}

@@ -229,11 +229,11 @@ func sparkline(values []int, width, top, cols int) string {
 	return b.String()
 }
 
-// ---- Shared deadline: a herd with one Deadline must not meet again at it ----
+// ---- Shared deadline: a herd with one Timeout must not meet again at it ----
 
 // simulateSharedDeadline runs 1,000 clients through Do, each on its own
 // fake clock from tick 0, against a server that always fails, with
-// Deadline 5s (MaxAttempts 100, so that the Deadline ends each run). It
+// Timeout 5s (MaxAttempts 100, so that the Timeout ends each run). It
 // returns the attempts per tick (1 tick = 1ms) and the ticks of each
 // client's last attempt.
 func simulateSharedDeadline(seed uint64) (perTick map[int]int, last []int) {
@@ -241,7 +241,7 @@ func simulateSharedDeadline(seed uint64) (perTick map[int]int, last []int) {
 	perTick = map[int]int{}
 	for i := range clients {
 		ft := &fakeTime{}
-		p := ft.with(Policy{MaxAttempts: 100, MaxDelay: time.Second, Deadline: 5 * time.Second})
+		p := ft.with(Policy{MaxAttempts: 100, MaxDelay: time.Second, Timeout: 5 * time.Second})
 		p.Rand = rand.New(rand.NewPCG(seed, uint64(i))).Float64
 		var at int
 		Do(context.Background(), func(context.Context) error {
@@ -263,10 +263,10 @@ func testSharedDeadline(t *testing.T) {
 		}
 	}
 	first, final := slices.Min(last), slices.Max(last)
-	printf("\nShared deadline: 1,000 clients fail together, Deadline 5s, MaxAttempts 100, MaxDelay 1s, decorrelated jitter\n")
+	printf("\nShared deadline: 1,000 clients fail together, Timeout 5s, MaxAttempts 100, MaxDelay 1s, decorrelated jitter\n")
 	printf("busiest tick after the first: %d attempts (at %dms); last attempts spread from %dms to %dms\n", busiest, busiestAt, first, final)
 	if busiest > 50 {
-		t.Errorf("busiest tick after the first = %d attempts; want at most 50 of the 1,000 clients: waits must not line up at the Deadline", busiest)
+		t.Errorf("busiest tick after the first = %d attempts; want at most 50 of the 1,000 clients: waits must not line up at the Timeout", busiest)
 	}
 }
 
@@ -387,13 +387,13 @@ func (q *events) Pop() any {
 // requestPath is the Policy that README.md recommends for a call made while
 // a caller waits: few attempts, an answer within 2s, and a first retry
 // 200ms to 600ms after the failure.
-var requestPath = Policy{MaxAttempts: 4, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second, Deadline: 2 * time.Second}
+var requestPath = Policy{MaxAttempts: 4, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second, Timeout: 2 * time.Second}
 
 // background returns the Policy that README.md recommends for work that
 // no caller waits for, sized for an outage: waits from 1s up to maxDelay,
-// and enough attempts that the Deadline, not their number, ends the retries.
+// and enough attempts that the Timeout, not their number, ends the retries.
 func background(maxDelay, deadline time.Duration) Policy {
-	return Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: maxDelay, Deadline: deadline}
+	return Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: maxDelay, Timeout: deadline}
 }
 
 func testPolicies(t *testing.T) {
@@ -470,7 +470,7 @@ type fleetResult struct {
 // making their first attempt at t=0, against one server that rejects every
 // attempt until the outage ends, then serves 20 attempts a tick (1ms) and
 // rejects the rest. Do itself chooses every wait and when to give up, from
-// p's MaxAttempts, Deadline, jitter and Budget.
+// p's MaxAttempts, Timeout, jitter and Budget.
 //
 // Time is virtual: each client's Clock reads the scheduler's now, and its
 // Sleeper queues a wake-up at now+d and blocks. The scheduler wakes one

@@ -19,7 +19,7 @@ import (
 func TestClockBackwards(t *testing.T) {
 	ft := newFakeTime()
 	fn := &flaky{n: 100, err: errBoom}
-	p := ft.with(Policy{MaxAttempts: 6, Deadline: 2 * time.Second, Jitter: NoJitter})
+	p := ft.with(Policy{MaxAttempts: 6, Timeout: 2 * time.Second, Jitter: NoJitter})
 	p.Sleeper = SleeperFunc(func(ctx context.Context, d time.Duration) error {
 		ft.advance(-time.Hour) // each wait sends the clock an hour back
 		return nil
@@ -31,7 +31,7 @@ func TestClockBackwards(t *testing.T) {
 	if !errors.As(err, &re) || re.Reason != MaxAttemptsReached || re.Attempts != 6 || re.Elapsed != 0 || re.Last != errBoom {
 		t.Errorf("Do() = %+v; want MaxAttemptsReached after 6 attempts, Elapsed 0, Last boom", re)
 	}
-	checkDo(t, Policy{MaxAttempts: 8, Deadline: time.Second}, doInput{failures: 100, callCost: -time.Hour})
+	checkDo(t, Policy{MaxAttempts: 8, Timeout: time.Second}, doInput{failures: 100, callCost: -time.Hour})
 }
 
 func TestClockJumpsForwardByYears(t *testing.T) {
@@ -43,7 +43,7 @@ func TestClockJumpsForwardByYears(t *testing.T) {
 		want       Reason
 	}{
 		{"no deadline", Policy{MaxAttempts: 3}, 0, MaxAttemptsReached},
-		{"Deadline", Policy{Deadline: time.Hour}, 0, DeadlineReached},
+		{"Timeout", Policy{Timeout: time.Hour}, 0, DeadlineReached},
 		{"ctx deadline", Policy{}, time.Hour, DeadlineReached}, // ctx is alive: the deadline passed on Clock
 	}
 	for _, tt := range tests {
@@ -117,7 +117,7 @@ func TestSleeperReturnsEarly(t *testing.T) {
 	// A Sleeper that does not wait makes the next attempt come early, on
 	// its own responsibility; the attempt count still bounds the run.
 	ft := newFakeTime()
-	p := ft.with(Policy{MaxAttempts: 4, Deadline: time.Minute})
+	p := ft.with(Policy{MaxAttempts: 4, Timeout: time.Minute})
 	p.Sleeper = SleeperFunc(func(context.Context, time.Duration) error { return nil })
 	fn := &flaky{n: 100, err: errBoom}
 	err := Do(context.Background(), fn.call, p)

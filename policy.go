@@ -52,9 +52,9 @@ type Policy struct {
 	// together on the cap for its first wait, all in one tick.
 	MaxDelay time.Duration
 
-	// Deadline bounds the whole call of Do, attempts and waits included,
+	// Timeout bounds the whole call of Do, attempts and waits included,
 	// measured on Clock from the moment Do is called. The ctx that fn
-	// receives ends at the Deadline; Do never starts a wait that would end
+	// receives ends at the Timeout; Do never starts a wait that would end
 	// at or after it, never calls fn again once it has passed (however late
 	// OnRetry or the Sleeper returned), and gives up with DeadlineReached
 	// instead, even for an error that IsRetryable rejects. fn is always
@@ -62,13 +62,13 @@ type Policy struct {
 	//
 	// Decisions are measured on Clock; fn's ctx ends, in real time, after
 	// the time that Clock says is left when the attempt begins.
-	Deadline time.Duration
+	Timeout time.Duration
 
 	// AttemptTimeout bounds each call of fn: the ctx that fn receives ends
-	// AttemptTimeout after the call began (or at the Deadline, if that
+	// AttemptTimeout after the call began (or at the Timeout, if that
 	// comes first). An attempt that runs out of time is retried like any
 	// other failure. 0 means no timeout per attempt. With AttemptTimeout or
-	// Deadline set, fn's ctx is cancelled when fn returns: whatever reads
+	// Timeout set, fn's ctx is cancelled when fn returns: whatever reads
 	// with it, such as a response body, must be read inside fn.
 	AttemptTimeout time.Duration
 
@@ -81,7 +81,7 @@ type Policy struct {
 	// passed, and never about an error marked with Permanent. nil means
 	// every error: a timeout of the attempt itself (http.Client.Timeout, a
 	// context.WithTimeout inside fn, AttemptTimeout) is retried, while a
-	// ctx that is done, or a passed Deadline, ends the retries whatever the
+	// ctx that is done, or a passed Timeout, ends the retries whatever the
 	// predicate says.
 	IsRetryable func(error) bool
 
@@ -104,7 +104,7 @@ type Policy struct {
 	// caller. OnDone costs at most one clock read.
 	OnDone func(ctx context.Context, attempts int, elapsed time.Duration, err error)
 
-	// Clock tells the time for Deadline, for ctx's deadline and for
+	// Clock tells the time for Timeout, for ctx's deadline and for
 	// RetryExhausted.Elapsed. nil means the real clock, whose readings are
 	// monotonic. ctx's deadline is set on the real clock, and Do compares
 	// it with Clock's readings: a fake Clock must start at time.Now(), or
@@ -133,7 +133,7 @@ var ErrInvalidPolicy = errors.New("retry: invalid policy")
 
 // Validate returns nil if p can be used, or an error that wraps
 // ErrInvalidPolicy and names the first field out of range: a negative
-// MaxAttempts, BaseDelay, MaxDelay, Deadline or AttemptTimeout, a Budget
+// MaxAttempts, BaseDelay, MaxDelay, Timeout or AttemptTimeout, a Budget
 // that NewBudget rejected, a MaxDelay set below a BaseDelay that is set
 // too, or a Clock or Sleeper that is a nil ClockFunc or SleeperFunc.
 // Do calls Validate itself.
@@ -148,8 +148,8 @@ func (p *Policy) validate() error {
 		return invalid("BaseDelay is %v; want 0 (meaning %v) or more", p.BaseDelay, DefaultBaseDelay)
 	case p.MaxDelay < 0:
 		return invalid("MaxDelay is %v; want 0 (meaning %v) or more", p.MaxDelay, DefaultMaxDelay)
-	case p.Deadline < 0:
-		return invalid("Deadline is %v; want 0 (meaning none) or more", p.Deadline)
+	case p.Timeout < 0:
+		return invalid("Timeout is %v; want 0 (meaning none) or more", p.Timeout)
 	case p.AttemptTimeout < 0:
 		return invalid("AttemptTimeout is %v; want 0 (meaning none) or more", p.AttemptTimeout)
 	case isNil(p.Clock):

@@ -11,7 +11,7 @@
 // another while the caller still waits.
 //
 // Do gives up, without a last useless wait, when fn has been called
-// Policy.MaxAttempts times, when ctx is done, when Policy.Deadline or
+// Policy.MaxAttempts times, when ctx is done, when Policy.Timeout or
 // ctx's deadline has passed or the next wait would end at or after it,
 // when a hint asks for a longer wait than the policy allows, or when
 // Policy.Budget has no token left for a retry. It then returns a
@@ -21,14 +21,14 @@
 // deadline that ended the retries while ctx was alive is DeadlineReached,
 // whose Cause is context.DeadlineExceeded.
 //
-// Policy.Deadline bounds the whole call, attempts included: the ctx that
-// fn receives ends at the Deadline, and at Policy.AttemptTimeout after
+// Policy.Timeout bounds the whole call, attempts included: the ctx that
+// fn receives ends at the Timeout, and at Policy.AttemptTimeout after
 // the attempt began, whichever comes first. Deadlines are measured on
 // Policy.Clock, when fn fails and again before each attempt after the
 // first: fn is never called once a deadline has passed, however late
 // OnRetry or the Sleeper returned. A deadline that has passed when fn
 // fails ends the retries before IsRetryable is asked, so a predicate that
-// refuses timeouts does not hide that the Deadline ended the call.
+// refuses timeouts does not hide that the Timeout ended the call.
 //
 // An error can ask for a minimum wait, as an HTTP Retry-After header does:
 // fn returns After(d, err), or any error with a method
@@ -45,7 +45,7 @@
 // replace the real clock and timer, so code that retries can be tested on
 // fake time.
 //
-// Do starts no goroutine of its own. With Policy.Deadline or
+// Do starts no goroutine of its own. With Policy.Timeout or
 // Policy.AttemptTimeout set, each attempt's ctx comes from
 // context.WithTimeout, which starts one goroutine for the attempt, ending
 // with it, when ctx's Done channel was not made by package context (a
@@ -57,7 +57,7 @@
 // made inside fn: build the request inside fn (a request body is consumed
 // by the first attempt), and read and close the response body inside fn
 // (a connection reset while reading the body is then retried too; and with
-// a Deadline or AttemptTimeout, fn's ctx is cancelled as soon as fn
+// a Timeout or AttemptTimeout, fn's ctx is cancelled as soon as fn
 // returns). Retry an operation that may already have taken effect, such as
 // a POST that reached the server, only if it is idempotent.
 package retry
@@ -169,7 +169,7 @@ type run struct {
 	start          time.Time
 	ctxDeadline    time.Time     // ctx's deadline, if ctxHasDeadline
 	ctxHasDeadline bool          // whether ctx has a deadline
-	left           time.Duration // before Policy.Deadline, at the last reading; forever if none
+	left           time.Duration // before Policy.Timeout, at the last reading; forever if none
 	ctxLeft        time.Duration // before ctx's deadline, at the last reading; forever if none
 	prev           time.Duration // the jitter's previous choice, BaseDelay before the first
 	timer          *timer        // the default Sleeper
@@ -182,9 +182,9 @@ const forever = time.Duration(math.MaxInt64)
 
 // The names of the limits a wait can break, for RetryExhausted's message.
 const (
-	maxDelayName       = "MaxDelay"
-	policyDeadlineName = "Policy.Deadline"
-	ctxDeadlineName    = "ctx's deadline"
+	maxDelayName    = "MaxDelay"
+	timeoutName     = "Policy.Timeout"
+	ctxDeadlineName = "ctx's deadline"
 )
 
 // begin reads the clock for the start of the run and measures the time
@@ -199,15 +199,15 @@ func (r *run) begin(ctx context.Context) {
 // measure reads the clock and measures the time left before each
 // deadline; without a deadline it spares the clock read.
 func (r *run) measure() {
-	if r.p.Deadline > 0 || r.ctxHasDeadline {
+	if r.p.Timeout > 0 || r.ctxHasDeadline {
 		r.measureAt(r.p.now())
 	}
 }
 
 // measureAt sets the time left before each deadline that there is, at now.
 func (r *run) measureAt(now time.Time) {
-	if r.p.Deadline > 0 {
-		r.left = r.p.Deadline - r.since(now)
+	if r.p.Timeout > 0 {
+		r.left = r.p.Timeout - r.since(now)
 	}
 	if r.ctxHasDeadline {
 		r.ctxLeft = r.ctxDeadline.Sub(now)
@@ -219,7 +219,7 @@ func (r *run) nearest() (time.Duration, string) {
 	if r.ctxLeft < r.left {
 		return r.ctxLeft, ctxDeadlineName
 	}
-	return r.left, policyDeadlineName
+	return r.left, timeoutName
 }
 
 // passed says which deadline had passed at the last reading, if one had.
@@ -230,10 +230,10 @@ func (r *run) passed() *RetryExhausted {
 	return nil
 }
 
-// call calls fn once, with a ctx that ends at Policy.Deadline and at
+// call calls fn once, with a ctx that ends at Policy.Timeout and at
 // AttemptTimeout after the call begins, when the Policy has them.
 func (r *run) call(ctx context.Context, fn func(context.Context) error) error {
-	if r.p.Deadline == 0 && r.p.AttemptTimeout == 0 {
+	if r.p.Timeout == 0 && r.p.AttemptTimeout == 0 {
 		return fn(ctx) // no limit of its own: spare the context
 	}
 	limit := r.left // measured just before the call: at the start, or after the wait

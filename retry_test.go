@@ -195,13 +195,13 @@ func TestReasonString(t *testing.T) {
 	}
 }
 
-// Behaviour 5: the Deadline ends the retries without clipping a wait,
+// Behaviour 5: the Timeout ends the retries without clipping a wait,
 // bounds fn's ctx, and still lets fn run once.
 func TestDeadline(t *testing.T) {
 	t.Run("a wait that would outlast the deadline is not started", func(t *testing.T) {
 		ft := newFakeTime()
 		fn := &flaky{n: 100, err: errBoom}
-		p := ft.with(Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: time.Minute, Deadline: 10 * time.Second, Jitter: NoJitter})
+		p := ft.with(Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: time.Minute, Timeout: 10 * time.Second, Jitter: NoJitter})
 		err := Do(context.Background(), fn.call, p)
 		// waits 1s, 2s, 4s; at 7s the next wait, 8s, would end after the deadline
 		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
@@ -215,7 +215,7 @@ func TestDeadline(t *testing.T) {
 	})
 	t.Run("a wait ending exactly at the deadline is not started", func(t *testing.T) {
 		ft := newFakeTime()
-		p := ft.with(Policy{BaseDelay: time.Second, MaxDelay: time.Second, Deadline: time.Second, Jitter: NoJitter})
+		p := ft.with(Policy{BaseDelay: time.Second, MaxDelay: time.Second, Timeout: time.Second, Jitter: NoJitter})
 		fn := &flaky{n: 100, err: errBoom}
 		err := Do(context.Background(), fn.call, p)
 		var re *RetryExhausted
@@ -225,7 +225,7 @@ func TestDeadline(t *testing.T) {
 	})
 	t.Run("a 1ns deadline", func(t *testing.T) {
 		ft := newFakeTime()
-		p := ft.with(Policy{Deadline: time.Nanosecond})
+		p := ft.with(Policy{Timeout: time.Nanosecond})
 		fn := &flaky{n: 100, err: errBoom}
 		err := Do(context.Background(), fn.call, p)
 		var re *RetryExhausted
@@ -238,7 +238,7 @@ func TestDeadline(t *testing.T) {
 		for seed := range 20 {
 			ft := newFakeTime()
 			start := ft.Now()
-			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 100 * time.Millisecond, Deadline: 5 * time.Second, Rand: seqRand(uint64(seed))})
+			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 100 * time.Millisecond, Timeout: 5 * time.Second, Rand: seqRand(uint64(seed))})
 			Do(context.Background(), (&flaky{n: 1000, err: errBoom}).call, p)
 			ends[ft.Now().Sub(start)]++
 		}
@@ -253,7 +253,7 @@ func TestDeadline(t *testing.T) {
 			ft := newFakeTime()
 			start := ft.Now()
 			deadline := 3 * time.Second
-			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Deadline: deadline, Rand: seqRand(uint64(seed))})
+			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Timeout: deadline, Rand: seqRand(uint64(seed))})
 			p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
 				if end := ft.Now().Add(wait); end.Sub(start) >= deadline {
 					t.Fatalf("seed %d: a wait of %v ends %v after the start; want before %v", seed, wait, end.Sub(start), deadline)
@@ -270,7 +270,7 @@ func TestDeadline(t *testing.T) {
 			ft.advance(time.Hour) // the first call outlasts the whole budget
 			return errBoom
 		}
-		err := Do(context.Background(), fn, ft.with(Policy{Deadline: time.Second}))
+		err := Do(context.Background(), fn, ft.with(Policy{Timeout: time.Second}))
 		var re *RetryExhausted
 		if calls != 1 || !errors.As(err, &re) || re.Reason != DeadlineReached || len(ft.Waits()) != 0 {
 			t.Errorf("Do() = %v after %d calls and %d waits; want DeadlineReached after 1 call, no wait", err, calls, len(ft.Waits()))
@@ -384,7 +384,7 @@ func TestRetryAfterHint(t *testing.T) {
 			[]time.Duration{time.Second}, MaxAttemptsReached},
 		{"hint above MaxDelay", hintErr(31 * time.Second), Policy{}, 0,
 			nil, HintTooLong},
-		{"hint beyond Deadline", hintErr(10 * time.Second), Policy{Deadline: 5 * time.Second}, 0,
+		{"hint beyond Timeout", hintErr(10 * time.Second), Policy{Timeout: 5 * time.Second}, 0,
 			nil, HintTooLong},
 		{"hint beyond ctx deadline", hintErr(10 * time.Second), Policy{}, 5 * time.Second,
 			nil, HintTooLong},
@@ -392,9 +392,9 @@ func TestRetryAfterHint(t *testing.T) {
 			[]time.Duration{time.Second}, MaxAttemptsReached},
 		{"hint equal to ctx's time left", hintErr(time.Hour), Policy{MaxDelay: 2 * time.Hour}, time.Hour,
 			nil, HintTooLong},
-		{"hint equal to Deadline's time left", hintErr(5 * time.Second), Policy{Deadline: 5 * time.Second}, 0,
+		{"hint equal to Timeout's time left", hintErr(5 * time.Second), Policy{Timeout: 5 * time.Second}, 0,
 			nil, HintTooLong},
-		{"hint that fits before Deadline", hintErr(4 * time.Second), Policy{MaxAttempts: 2, Deadline: 5 * time.Second}, 0,
+		{"hint that fits before Timeout", hintErr(4 * time.Second), Policy{MaxAttempts: 2, Timeout: 5 * time.Second}, 0,
 			[]time.Duration{4 * time.Second}, MaxAttemptsReached},
 		{"1ns hint", hintErr(1), Policy{MaxAttempts: 2, Jitter: zeroJitter}, 0,
 			[]time.Duration{1}, MaxAttemptsReached},
@@ -484,7 +484,7 @@ func TestInvalidPolicy(t *testing.T) {
 		{Policy{MaxAttempts: -1}, "MaxAttempts"},
 		{Policy{BaseDelay: -time.Second}, "BaseDelay"},
 		{Policy{MaxDelay: -time.Second}, "MaxDelay"},
-		{Policy{Deadline: -time.Second}, "Deadline"},
+		{Policy{Timeout: -time.Second}, "Timeout"},
 		{Policy{AttemptTimeout: -time.Second}, "AttemptTimeout"},
 		{Policy{Clock: ClockFunc(nil)}, "Clock is a nil ClockFunc"},
 		{Policy{Sleeper: SleeperFunc(nil)}, "Sleeper is a nil SleeperFunc"},
@@ -520,11 +520,11 @@ func TestInvalidPolicyMessage(t *testing.T) {
 			"retry: invalid policy: BaseDelay is -1ns; want 0 (meaning 100ms) or more"},
 		{"MaxDelay -1ns", Policy{MaxDelay: -1},
 			"retry: invalid policy: MaxDelay is -1ns; want 0 (meaning 30s) or more"},
-		{"Deadline -1ns", Policy{Deadline: -1},
-			"retry: invalid policy: Deadline is -1ns; want 0 (meaning none) or more"},
+		{"Timeout -1ns", Policy{Timeout: -1},
+			"retry: invalid policy: Timeout is -1ns; want 0 (meaning none) or more"},
 		{"AttemptTimeout -1ns", Policy{AttemptTimeout: -1},
 			"retry: invalid policy: AttemptTimeout is -1ns; want 0 (meaning none) or more"},
-		{"MaxDelay before Deadline and Budget", Policy{MaxDelay: -time.Second, Deadline: -time.Second, Budget: NewBudget(2, 1)},
+		{"MaxDelay before Timeout and Budget", Policy{MaxDelay: -time.Second, Timeout: -time.Second, Budget: NewBudget(2, 1)},
 			"retry: invalid policy: MaxDelay is -1s; want 0 (meaning 30s) or more"},
 		{"MaxDelay below BaseDelay", Policy{BaseDelay: time.Second, MaxDelay: time.Second - 1},
 			"retry: invalid policy: MaxDelay 999.999999ms is below BaseDelay 1s"},
@@ -715,9 +715,9 @@ func TestClockReads(t *testing.T) {
 		{"success", 0, Policy{}, 0, 1},
 		{"3 retries, then success", 3, Policy{}, 0, 1},
 		{"exhausted", 10, Policy{MaxAttempts: 3}, 0, 2},                                                                          // start, Elapsed
-		{"3 retries with a Deadline", 3, Policy{Deadline: time.Hour}, 0, 7},                                                      // start, one per failure, one after each wait
+		{"3 retries with a Timeout", 3, Policy{Timeout: time.Hour}, 0, 7},                                                        // start, one per failure, one after each wait
 		{"3 retries with a ctx deadline", 3, Policy{}, time.Hour, 7},                                                             // the same
-		{"exhausted with a Deadline", 10, Policy{MaxAttempts: 3, Deadline: time.Hour}, 0, 7},                                     // start, 3 failures, 2 waits, Elapsed
+		{"exhausted with a Timeout", 10, Policy{MaxAttempts: 3, Timeout: time.Hour}, 0, 7},                                       // start, 3 failures, 2 waits, Elapsed
 		{"3 retries with OnRetry", 3, Policy{OnRetry: func(context.Context, int, error, time.Duration) {}}, 0, 7},                // start, two around each OnRetry
 		{"success with OnDone", 0, Policy{OnDone: func(context.Context, int, time.Duration, error) {}}, 0, 2},                    // start, elapsed
 		{"exhausted with OnDone", 10, Policy{MaxAttempts: 3, OnDone: func(context.Context, int, time.Duration, error) {}}, 0, 2}, // start, Elapsed shared with OnDone
@@ -784,12 +784,12 @@ func TestPermanent(t *testing.T) {
 }
 
 // Issue 8, point 4: fn's ctx ends when the time that Clock says is left
-// before the Deadline runs out, counted in real time.
+// before the Timeout runs out, counted in real time.
 func TestFnCtxEndsAtTheDeadline(t *testing.T) {
 	ft := newFakeTime()
 	start := ft.Now()
 	const deadline = 10 * time.Second
-	p := ft.with(Policy{MaxAttempts: 4, BaseDelay: time.Second, MaxDelay: time.Second, Deadline: deadline, Jitter: NoJitter})
+	p := ft.with(Policy{MaxAttempts: 4, BaseDelay: time.Second, MaxDelay: time.Second, Timeout: deadline, Jitter: NoJitter})
 	calls := 0
 	Do(context.Background(), func(ctx context.Context) error {
 		calls++
@@ -815,7 +815,7 @@ func TestSlowOnRetryCountsAgainstTheWait(t *testing.T) {
 		ctxTimeout time.Duration
 		reason     Reason
 	}{
-		{"Deadline", Policy{Deadline: 1500 * time.Millisecond}, 0, DeadlineReached},
+		{"Timeout", Policy{Timeout: 1500 * time.Millisecond}, 0, DeadlineReached},
 		{"ctx deadline", Policy{}, 1500 * time.Millisecond, DeadlineReached},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -969,7 +969,7 @@ func TestOnDone(t *testing.T) {
 		{"Permanent", &flaky{n: 9, err: Permanent(notFound)}, Policy{}, 0, false, 1, 0, 0, notFound},
 		{"ctx done before the first call", &flaky{}, Policy{}, 0, true, 0, 0, 0, context.Canceled},
 		{"MaxAttemptsReached", &flaky{n: 9, err: errBoom}, Policy{MaxAttempts: 2, Jitter: NoJitter}, 0, false, 2, 100 * time.Millisecond, MaxAttemptsReached, nil},
-		{"DeadlineReached", &flaky{n: 9, err: errBoom}, Policy{Deadline: 250 * time.Millisecond, Jitter: NoJitter}, 0, false, 2, 100 * time.Millisecond, DeadlineReached, nil},
+		{"DeadlineReached", &flaky{n: 9, err: errBoom}, Policy{Timeout: 250 * time.Millisecond, Jitter: NoJitter}, 0, false, 2, 100 * time.Millisecond, DeadlineReached, nil},
 		{"DeadlineReached, ctx's", &flaky{n: 9, err: errBoom}, Policy{Jitter: NoJitter}, 250 * time.Millisecond, false, 2, 100 * time.Millisecond, DeadlineReached, nil},
 		{"HintTooLong", &flaky{n: 9, err: hintErr(time.Hour)}, Policy{}, 0, false, 1, 0, HintTooLong, nil},
 		{"SleepFailed", &flaky{n: 9, err: errBoom}, Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}, 0, false, 1, 0, SleepFailed, nil},
@@ -1102,7 +1102,7 @@ func (w wrapHint) RetryAfter() time.Duration { return w.d }
 func (w wrapHint) Unwrap() error             { return w.err }
 
 // A deadline that has passed wins over a hint, for
-// Policy.Deadline and for ctx's deadline alike.
+// Policy.Timeout and for ctx's deadline alike.
 func TestPassedDeadlineWinsOverHint(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -1111,8 +1111,8 @@ func TestPassedDeadlineWinsOverHint(t *testing.T) {
 		ctxTimeout time.Duration
 		reason     Reason
 	}{
-		{"Deadline, 1ms hint", time.Millisecond, Policy{Deadline: time.Hour}, 0, DeadlineReached},
-		{"Deadline, hint above MaxDelay", time.Hour, Policy{Deadline: time.Hour}, 0, DeadlineReached},
+		{"Timeout, 1ms hint", time.Millisecond, Policy{Timeout: time.Hour}, 0, DeadlineReached},
+		{"Timeout, hint above MaxDelay", time.Hour, Policy{Timeout: time.Hour}, 0, DeadlineReached},
 		{"ctx deadline, 1ms hint", time.Millisecond, Policy{}, time.Hour, DeadlineReached},
 		{"ctx deadline, hint above MaxDelay", time.Hour, Policy{}, time.Hour, DeadlineReached},
 	}
@@ -1167,9 +1167,9 @@ func TestTimeLeftAtTheEdge(t *testing.T) {
 		attempts   int
 		waits      []time.Duration
 	}{
-		{"1ns before Deadline", Policy{Deadline: time.Second}, 0, time.Second - 1, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
-		{"1ns before Deadline, 1ns hint", Policy{Deadline: time.Second}, 0, time.Second - 1, hintErr(1), HintTooLong, 1, nil},
-		{"at Deadline", Policy{Deadline: time.Second}, 0, time.Second, errBoom, DeadlineReached, 1, nil},
+		{"1ns before Timeout", Policy{Timeout: time.Second}, 0, time.Second - 1, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
+		{"1ns before Timeout, 1ns hint", Policy{Timeout: time.Second}, 0, time.Second - 1, hintErr(1), HintTooLong, 1, nil},
+		{"at Timeout", Policy{Timeout: time.Second}, 0, time.Second, errBoom, DeadlineReached, 1, nil},
 		{"1ns before ctx deadline", Policy{}, time.Hour, time.Hour - 1, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
 		{"1ns before ctx deadline, 1ns hint", Policy{}, time.Hour, time.Hour - 1, hintErr(1), HintTooLong, 1, nil},
 		{"at ctx deadline", Policy{}, time.Hour, time.Hour, errBoom, DeadlineReached, 1, nil},
@@ -1202,7 +1202,7 @@ func TestTimeLeftAtTheEdge(t *testing.T) {
 	}
 }
 
-// TestFnCtxWithA1nsDeadline: the smallest Deadline still bounds fn's ctx.
+// TestFnCtxWithA1nsDeadline: the smallest Timeout still bounds fn's ctx.
 func TestFnCtxWithA1nsDeadline(t *testing.T) {
 	ft := newFakeTime()
 	var left time.Duration
@@ -1212,7 +1212,7 @@ func TestFnCtxWithA1nsDeadline(t *testing.T) {
 		dl, ok = ctx.Deadline()
 		left = time.Until(dl)
 		return nil
-	}, ft.with(Policy{Deadline: 1}))
+	}, ft.with(Policy{Timeout: 1}))
 	if !ok || left > 1 {
 		t.Errorf("fn's ctx ends in %v (has deadline %v); want at most 1ns", left, ok)
 	}

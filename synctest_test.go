@@ -139,10 +139,10 @@ func TestDeadlineBoundsAHungCall(t *testing.T) {
 			}
 			return hang(ctx)
 		}
-		p := Policy{BaseDelay: 100 * time.Millisecond, Deadline: 300 * time.Millisecond, Jitter: NoJitter}
+		p := Policy{BaseDelay: 100 * time.Millisecond, Timeout: 300 * time.Millisecond, Jitter: NoJitter}
 		err := Do(context.Background(), fn, p)
 		if elapsed := time.Since(start); elapsed != 300*time.Millisecond {
-			t.Errorf("Do() returned after %v; want 300ms, the Deadline", elapsed)
+			t.Errorf("Do() returned after %v; want 300ms, the Timeout", elapsed)
 		}
 		var re *RetryExhausted
 		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 2 || !errors.Is(err, context.DeadlineExceeded) {
@@ -176,7 +176,7 @@ func TestAttemptTimeout(t *testing.T) {
 func TestAttemptTimeoutWithinDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		p := Policy{BaseDelay: time.Second, MaxDelay: time.Second, AttemptTimeout: 2 * time.Second, Deadline: 4 * time.Second, Jitter: NoJitter}
+		p := Policy{BaseDelay: time.Second, MaxDelay: time.Second, AttemptTimeout: 2 * time.Second, Timeout: 4 * time.Second, Jitter: NoJitter}
 		err := Do(context.Background(), hang, p)
 		// 2s attempt, 1s wait, then the second attempt gets the 1s left
 		if elapsed := time.Since(start); elapsed != 4*time.Second {
@@ -189,14 +189,14 @@ func TestAttemptTimeoutWithinDeadline(t *testing.T) {
 	})
 }
 
-// Issue 15, point 1, on real timers: with a 1s Deadline, 300ms waits and
+// Issue 15, point 1, on real timers: with a 1s Timeout, 300ms waits and
 // an OnRetry that takes 600ms, fn is called at 0s and 600ms, and not at
-// 1.2s, after the Deadline.
+// 1.2s, after the Timeout.
 func TestNoCallAfterTheDeadlineOnRealTimers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		var at []time.Duration
-		p := Policy{Deadline: time.Second, BaseDelay: 300 * time.Millisecond, MaxDelay: 300 * time.Millisecond, Jitter: NoJitter}
+		p := Policy{Timeout: time.Second, BaseDelay: 300 * time.Millisecond, MaxDelay: 300 * time.Millisecond, Jitter: NoJitter}
 		p.OnRetry = func(context.Context, int, error, time.Duration) { time.Sleep(600 * time.Millisecond) }
 		err := Do(context.Background(), func(ctx context.Context) error {
 			at = append(at, time.Since(start))
@@ -212,13 +212,13 @@ func TestNoCallAfterTheDeadlineOnRealTimers(t *testing.T) {
 	})
 }
 
-// Issue 15, point 2, on real timers: fn hangs until the Deadline ends its
-// ctx, and IsRetryable refuses timeouts; Do still says that its Deadline
+// Issue 15, point 2, on real timers: fn hangs until the Timeout ends its
+// ctx, and IsRetryable refuses timeouts; Do still says that its Timeout
 // ended the call.
 func TestHungCallWithAPredicateThatRefusesTimeouts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		p := Policy{Deadline: 300 * time.Millisecond, IsRetryable: func(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }}
+		p := Policy{Timeout: 300 * time.Millisecond, IsRetryable: func(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }}
 		err := Do(context.Background(), hang, p)
 		var re *RetryExhausted
 		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 1 || re.Last != context.DeadlineExceeded || re.Elapsed != 300*time.Millisecond {
