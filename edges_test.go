@@ -85,6 +85,7 @@ func TestNoCallAfterADeadline(t *testing.T) {
 // is still returned as it is.
 func TestDeadlineBeforeThePredicate(t *testing.T) {
 	errFinal := errors.New("final")
+	permFinal := Permanent(errFinal)
 	noTimeouts := func(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }
 	tests := []struct {
 		name       string
@@ -96,7 +97,7 @@ func TestDeadlineBeforeThePredicate(t *testing.T) {
 		{"Timeout, a timeout refused by IsRetryable", Policy{Timeout: time.Second, IsRetryable: noTimeouts}, 0, context.DeadlineExceeded, nil},
 		{"Timeout, every error refused", Policy{Timeout: time.Second, IsRetryable: func(error) bool { return false }}, 0, errFinal, nil},
 		{"ctx deadline, every error refused", Policy{IsRetryable: func(error) bool { return false }}, time.Second, errFinal, nil},
-		{"Timeout, Permanent", Policy{Timeout: time.Second}, 0, Permanent(errFinal), errFinal},
+		{"Timeout, Permanent", Policy{Timeout: time.Second}, 0, permFinal, permFinal},
 		{"before the Timeout, refused", Policy{Timeout: time.Hour, IsRetryable: func(error) bool { return false }}, 0, errFinal, errFinal},
 	}
 	for _, tt := range tests {

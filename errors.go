@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -143,11 +144,12 @@ func (r Reason) String() string {
 }
 
 // Permanent marks err as one that must not be retried, whatever
-// Policy.IsRetryable says: Do returns at once, after the one attempt. The
-// mark is found anywhere in the chain of fn's error; when it is the
-// outermost error, Do returns err itself, without the mark, and otherwise
-// fn's error as it was. errors.Is and errors.As see through the mark.
-// Permanent(nil) is nil, and marking an error twice is marking it once.
+// Policy.IsRetryable says: when fn's error has the mark anywhere in its
+// chain, Do returns that error as it is, after the one attempt. Do keeps
+// the mark, so that when one Do's fn calls another Do, an error marked
+// inside stops the outer Do too. errors.Is and errors.As see through the
+// mark, and the message is err's. Permanent(nil) is nil, and marking an
+// error twice is marking it once.
 func Permanent(err error) error {
 	if _, marked := err.(*permanentError); marked || err == nil {
 		return err
@@ -160,13 +162,9 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-// permanent returns what Do returns for an error marked with Permanent,
-// and reports whether err has the mark.
-func permanent(err error) (error, bool) {
-	if p, ok := err.(*permanentError); ok {
-		return p.err, true
-	}
-	return err, find(err, func(err error) bool {
+// isPermanent reports whether err's chain has the mark of Permanent.
+func isPermanent(err error) bool {
+	return find(err, func(err error) bool {
 		_, ok := err.(*permanentError)
 		return ok
 	})
@@ -195,6 +193,19 @@ func find(err error, match func(error) bool) bool {
 		}
 	}
 	return false
+}
+
+// ctxCause returns why ctx is done: its error, joined with the cause it
+// was cancelled with, if any, so that errors.Is reaches both.
+func ctxCause(ctx context.Context) error {
+	err := ctx.Err()
+	if err == nil {
+		return errBrokenCtx
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return &causeError{err, cause}
+	}
+	return err
 }
 
 // causeError is ctx's error with the cause ctx was cancelled with.

@@ -179,8 +179,8 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 			t.Fatalf("Do() = %v after %d calls; want fn's error, or DeadlineReached (ahead of IsRetryable), after 1", err, calls)
 		}
 	case in.permanent || in.refuse:
-		if err != errFail || calls != 1 {
-			t.Fatalf("Do() = %v after %d calls; want fn's error, without the Permanent mark, after 1", err, calls)
+		if err != returned || calls != 1 {
+			t.Fatalf("Do() = %v after %d calls; want fn's error as fn returned it, after 1", err, calls)
 		}
 	case errors.As(err, &re):
 		if re.Attempts != calls || re.Last != errFail {

@@ -168,8 +168,8 @@ func TestAfterWithPermanent(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"Permanent(After(d, err))", Permanent(hinted), hinted}, // the mark outermost: Do returns what it marks
-		{"After(d, Permanent(err))", inner, inner},              // the mark inside: fn's error as it was
+		{"Permanent(After(d, err))", Permanent(hinted), nil},
+		{"After(d, Permanent(err))", inner, nil},
 		{"wrapped Permanent(After(d, err))", fmt.Errorf("get: %w", Permanent(hinted)), nil},
 	}
 	for _, tt := range tests {

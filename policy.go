@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 )
 
@@ -137,9 +138,13 @@ var ErrInvalidPolicy = errors.New("retry: invalid policy")
 // that NewBudget rejected, a MaxDelay set below a BaseDelay that is set
 // too, or a Clock or Sleeper that is a nil ClockFunc or SleeperFunc.
 // Do calls Validate itself.
-func (p Policy) Validate() error { return p.validate() }
+func (p Policy) Validate() error {
+	p.fillDefaults()
+	return p.validate()
+}
 
-// validate is Validate without the copy of p, for Do's hot path.
+// validate is Validate on a Policy with its defaults filled in, without
+// the copy of p, for Do's hot path.
 func (p *Policy) validate() error {
 	switch {
 	case p.MaxAttempts < 0:
@@ -160,50 +165,65 @@ func (p *Policy) validate() error {
 	if err := p.Budget.validate(); err != nil {
 		return err
 	}
-	if p.MaxDelay > 0 && p.MaxDelay < p.BaseDelay { // a zero one derives from the other: only two set values can contradict
+	if p.MaxDelay < p.BaseDelay { // a derived delay never contradicts the other: only two set values can
 		return invalid("MaxDelay %v is below BaseDelay %v", p.MaxDelay, p.BaseDelay)
 	}
 	return nil
-}
-
-// delays returns BaseDelay and MaxDelay with their defaults filled in. A
-// zero one derives from the other, keeping MaxDelay at least 3×BaseDelay,
-// so that DecorrelatedJitter still spreads the first waits of a fleet over
-// [BaseDelay, 3×BaseDelay) and does not put part of it on the cap at once.
-func (p *Policy) delays() (baseDelay, maxDelay time.Duration) {
-	base, top := p.BaseDelay, p.MaxDelay
-	switch {
-	case base == 0 && top == 0:
-		return DefaultBaseDelay, DefaultMaxDelay
-	case base == 0:
-		return min(DefaultBaseDelay, top/3), top
-	case top == 0 && base > math.MaxInt64/3:
-		return base, math.MaxInt64 // 3×base saturates
-	case top == 0:
-		return base, max(DefaultMaxDelay, 3*base)
-	}
-	return base, top
 }
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidPolicy}, args...)...)
 }
 
-// fillDefaults sets every zero field of p that has a default. It works in
-// place, since copying a Policy is a measurable share of Do's cost.
+// fillDefaults sets every zero field of p that has a default. A zero
+// delay derives from the other one, keeping MaxDelay at least 3×BaseDelay,
+// so that DecorrelatedJitter spreads the first waits of a fleet over
+// [BaseDelay, 3×BaseDelay) and does not put part of it on the cap at once.
+// A negative field is left for validate to report. It works in place,
+// since copying a Policy is a measurable share of Do's cost.
 func (p *Policy) fillDefaults() {
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultMaxAttempts
 	}
-	p.BaseDelay, p.MaxDelay = p.delays()
+	if p.BaseDelay == 0 {
+		p.BaseDelay = DefaultBaseDelay
+		if p.MaxDelay > 0 {
+			p.BaseDelay = min(DefaultBaseDelay, p.MaxDelay/3)
+		}
+	}
+	if p.MaxDelay == 0 {
+		p.MaxDelay = max(DefaultMaxDelay, 3*p.BaseDelay)
+		if p.BaseDelay > math.MaxInt64/3 {
+			p.MaxDelay = math.MaxInt64 // 3×BaseDelay saturates
+		}
+	}
 	if p.Jitter == nil {
 		p.Jitter = DecorrelatedJitter
 	}
 }
 
-// retryable reports whether err is worth another attempt under p.
-func (p *Policy) retryable(err error) bool {
-	return p.IsRetryable == nil || p.IsRetryable(err)
+// now reads Clock, or the real clock if there is none.
+func (p *Policy) now() time.Time {
+	if p.Clock != nil {
+		return p.Clock.Now()
+	}
+	return time.Now()
+}
+
+// rand returns Rand(), or a number from math/rand/v2 if there is no Rand.
+func (p *Policy) rand() float64 {
+	if p.Rand != nil {
+		return p.Rand()
+	}
+	return rand.Float64()
+}
+
+// done calls OnDone, if set, with what a call of Do did, and returns err.
+func (p *Policy) done(ctx context.Context, attempts int, elapsed time.Duration, err error) error {
+	if p.OnDone != nil {
+		p.OnDone(ctx, attempts, elapsed, err)
+	}
+	return err
 }
 
 // isNil reports whether x holds one of this package's adapters with a nil

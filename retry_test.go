@@ -75,8 +75,8 @@ func TestDoValue(t *testing.T) {
 	}
 }
 
-// Behaviour 2: a non-retryable error comes back at once: fn's error as it
-// was, or the error inside an outermost Permanent mark.
+// TestNonRetryableErrorReturnedAsIs: a non-retryable error comes back at
+// once, after one attempt, as fn returned it, Permanent mark included.
 func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
 	notFound := &customErr{"not found"}
 	wrapped := fmt.Errorf("get: %w", Permanent(notFound))
@@ -86,13 +86,12 @@ func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
 		name string
 		err  error // what fn returns
 		p    Policy
-		want error // what Do returns
 	}{
-		{"predicate says no", notFound, Policy{IsRetryable: func(err error) bool { return err != notFound }}, notFound},
-		{"Permanent, outermost", Permanent(notFound), Policy{}, notFound},
-		{"Permanent, wrapped", wrapped, Policy{}, wrapped},
-		{"Permanent, joined", joined, Policy{}, joined},
-		{"Permanent wins over IsRetryable", Permanent(notFound), Policy{IsRetryable: retryAll}, notFound},
+		{"predicate says no", notFound, Policy{IsRetryable: func(err error) bool { return err != notFound }}},
+		{"Permanent, outermost", Permanent(notFound), Policy{}},
+		{"Permanent, wrapped", wrapped, Policy{}},
+		{"Permanent, joined", joined, Policy{}},
+		{"Permanent wins over IsRetryable", Permanent(notFound), Policy{IsRetryable: retryAll}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,8 +101,8 @@ func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
 			p.OnRetry = func(context.Context, int, error, time.Duration) { onRetry++ }
 			fn := &flaky{n: 10, err: tt.err}
 			err := Do(context.Background(), fn.call, p)
-			if err != tt.want {
-				t.Errorf("Do() = %#v; want %#v, the same value", err, tt.want)
+			if err != tt.err {
+				t.Errorf("Do() = %#v; want %#v, the same value", err, tt.err)
 			}
 			if fn.calls != 1 || len(ft.Waits()) != 0 || onRetry != 0 {
 				t.Errorf("Do() calls, waits, OnRetry = %d, %d, %d; want 1, 0, 0", fn.calls, len(ft.Waits()), onRetry)
@@ -759,8 +758,8 @@ func TestPermanent(t *testing.T) {
 		t.Errorf("Permanent(nil) = %v; want nil", err)
 	}
 	twice := &flaky{n: 9, err: Permanent(Permanent(errBoom))}
-	if err := Do(context.Background(), twice.call, Policy{}); err != errBoom {
-		t.Errorf("Do() with an error marked twice = %#v; want boom, unmarked", err)
+	if err := Do(context.Background(), twice.call, Policy{}); err != twice.err || errors.Unwrap(err) != errBoom {
+		t.Errorf("Do() with an error marked twice = %#v; want boom under one mark", err)
 	}
 	inner := &customErr{"bad request"}
 	err := fmt.Errorf("post: %w", Permanent(inner))
@@ -778,8 +777,47 @@ func TestPermanent(t *testing.T) {
 		t.Errorf("Do() = %v after %d calls; want the joined error as it was, after 1", got, fn.calls)
 	}
 	// not permanent: a chain without the mark is retried
-	if _, ok := permanent(errors.Join(unwrapsToNil{}, errBoom)); ok {
-		t.Errorf("permanent(a chain without the mark) = true; want false")
+	if isPermanent(errors.Join(unwrapsToNil{}, errBoom)) {
+		t.Errorf("isPermanent(a chain without the mark) = true; want false")
+	}
+}
+
+// TestPermanentAcrossNestedDo: Do returns a marked error with its mark,
+// so when one Do's fn calls another Do, an error marked inside stops the
+// outer Do too, whether the mark is outermost or deeper in the chain. An
+// inner Do that gives up returns a *RetryExhausted, which the outer Do
+// retries like any other error.
+func TestPermanentAcrossNestedDo(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error // what the inner fn returns
+		innerCalls int   // per outer attempt
+		outerCalls int
+	}{
+		{"mark outermost", Permanent(errBoom), 1, 1},
+		{"mark deeper", fmt.Errorf("get: %w", Permanent(errBoom)), 1, 1},
+		{"no mark", errBoom, 2, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			inner, outer := 0, 0
+			err := Do(context.Background(), func(ctx context.Context) error {
+				outer++
+				return Do(ctx, func(context.Context) error {
+					inner++
+					return tt.err
+				}, ft.with(Policy{MaxAttempts: 2}))
+			}, ft.with(Policy{MaxAttempts: 3}))
+			if outer != tt.outerCalls || inner != tt.innerCalls*tt.outerCalls {
+				t.Errorf("outer, inner calls = %d, %d; want %d, %d", outer, inner, tt.outerCalls, tt.innerCalls*tt.outerCalls)
+			}
+			var re *RetryExhausted
+			marked := tt.outerCalls == 1
+			if marked && err != tt.err || !marked && (!errors.As(err, &re) || re.Attempts != 3 || !errors.Is(err, errBoom)) {
+				t.Errorf("Do() = %v; want the marked error as the inner fn returned it, or a RetryExhausted after 3 that reaches boom", err)
+			}
+		})
 	}
 }
 
@@ -952,6 +990,7 @@ type doneCall struct {
 func TestOnDone(t *testing.T) {
 	errSleep := errors.New("sleeper broke")
 	notFound := &customErr{"not found"}
+	permNotFound := Permanent(notFound)
 	tests := []struct {
 		name         string
 		fn           *flaky
@@ -966,7 +1005,7 @@ func TestOnDone(t *testing.T) {
 		{"success at once", &flaky{}, Policy{}, 0, false, 1, 0, 0, nil},
 		{"success after retries", &flaky{n: 2, err: errBoom}, Policy{Jitter: NoJitter}, 0, false, 3, 300 * time.Millisecond, 0, nil},
 		{"non-retryable", &flaky{n: 9, err: notFound}, Policy{IsRetryable: func(error) bool { return false }}, 0, false, 1, 0, 0, notFound},
-		{"Permanent", &flaky{n: 9, err: Permanent(notFound)}, Policy{}, 0, false, 1, 0, 0, notFound},
+		{"Permanent", &flaky{n: 9, err: permNotFound}, Policy{}, 0, false, 1, 0, 0, permNotFound},
 		{"ctx done before the first call", &flaky{}, Policy{}, 0, true, 0, 0, 0, context.Canceled},
 		{"MaxAttemptsReached", &flaky{n: 9, err: errBoom}, Policy{MaxAttempts: 2, Jitter: NoJitter}, 0, false, 2, 100 * time.Millisecond, MaxAttemptsReached, nil},
 		{"DeadlineReached", &flaky{n: 9, err: errBoom}, Policy{Timeout: 250 * time.Millisecond, Jitter: NoJitter}, 0, false, 2, 100 * time.Millisecond, DeadlineReached, nil},
