@@ -14,7 +14,9 @@ var ErrBudgetExhausted = errors.New("retry: retry budget exhausted")
 
 // tokenScale is the fixed-point unit of a Budget's balance: one token is
 // a million units, so that a fractional ratio is kept exactly enough in an
-// int64 that atomic operations can update without a lock.
+// int64 that atomic operations can update without a lock. Each deposit is
+// ratio rounded down to a whole unit, so that retries stay within
+// ratio × calls + burst; a ratio below 0.000001 earns nothing.
 const tokenScale = 1_000_000
 
 // A Budget caps retries at a share of calls, across all the Do calls that
@@ -25,17 +27,14 @@ const tokenScale = 1_000_000
 // a balance of burst. Each retry takes one token when Do has decided to
 // retry: after the attempt limit, the deadlines and any hint have allowed
 // the wait, before OnRetry and the wait. The token is given back if the
-// retry does not happen after all, because ctx ended during the wait or
-// the Sleeper failed. When less than one token is left, Do gives up at
-// once with ErrBudgetExhausted. So retries number at most ratio × calls + burst,
-// whatever the failure rate.
+// retry does not happen after all, because ctx ended during the wait,
+// the Sleeper failed, or a deadline passed meanwhile. When less than one
+// token is left, Do gives up at once with ErrBudgetExhausted. So retries
+// number at most ratio × calls + burst, whatever the failure rate.
 //
 // A failure rate below ratio does not keep every call clear of the Budget:
-// failures that come closer together than the burst absorbs meet it. Of
-// 100,000 calls each failing once with probability 5%, none of the 4,988
-// that failed met NewBudget(0.1, 10), but 4.95% met NewBudget(0.5, 1),
-// whose single token, once a failure spends it, takes two calls to earn
-// back. Choose a ratio above the failure rate to ride out, and a burst of
+// failures that come closer together than the burst absorbs meet it.
+// Choose a ratio above the failure rate to ride out, and a burst of
 // several tokens.
 //
 // A Budget is safe for simultaneous use by many goroutines and Policies,
@@ -51,9 +50,7 @@ type Budget struct {
 // holds at most burst tokens. ratio must be in [0, 1] and burst at least 1;
 // otherwise the Budget is invalid and any Policy using it fails
 // Policy.Validate, and so Do, with an error that wraps ErrInvalidPolicy
-// and says which argument was wrong. Each deposit is ratio rounded down to
-// a whole millionth of a token, so that retries stay within ratio × calls
-// + burst; a ratio below 0.000001 earns nothing. A typical Budget is
+// and says which argument was wrong. A typical Budget is
 // NewBudget(0.1, 10): retries add at most 10% to the load, after a burst
 // of 10.
 func NewBudget(ratio float64, burst int) *Budget {

@@ -95,6 +95,12 @@ func (e *RetryExhausted) Unwrap() []error {
 }
 
 // Reason says why Do stopped retrying.
+//
+// The list of Reasons may grow in a minor version, when Do learns a new way
+// to stop: a switch on Reason should have a default case, and treat a
+// Reason it does not know as a failure to report. The String of each
+// Reason is stable within a major version, so it is safe as a metric label
+// or in a log query.
 type Reason int
 
 // The reasons a RetryExhausted gives.
@@ -135,7 +141,9 @@ var reasons = [...]string{
 	BudgetExhausted:    "retry budget exhausted",
 }
 
-// String returns a short lowercase phrase, such as "max attempts reached".
+// String returns a short lowercase phrase, such as "max attempts reached",
+// which does not change within a major version. An unknown Reason reads
+// "Reason(N)".
 func (r Reason) String() string {
 	if r > 0 && int(r) < len(reasons) {
 		return reasons[r]

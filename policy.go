@@ -23,7 +23,8 @@ const (
 	DefaultMaxDelay = 30 * time.Second
 )
 
-// Policy says how often Do calls fn and how long it waits in between.
+// Policy says how often Do calls fn, how long it waits in between and
+// which errors it retries.
 //
 // A Policy is a plain value with no hidden state: all that changes during a
 // call lives inside Do, so one Policy may be shared by any number of
@@ -32,11 +33,12 @@ const (
 // the call they report on, so a shared Policy can still log and trace
 // per request. The zero Policy is valid: 5 attempts, waits of at least
 // 100ms (the first under 300ms) capped at 30s with decorrelated jitter, no
-// total deadline, no timeout per attempt, and every error retried except
-// those marked with Permanent.
+// Timeout, no AttemptTimeout, and every error retried except those marked
+// with Permanent.
 type Policy struct {
 	// MaxAttempts is the number of calls of fn in all, the first included:
-	// 1 means no retries. 0 means DefaultMaxAttempts.
+	// 1 means no retries. 0 means DefaultMaxAttempts. For no limit but
+	// time, set math.MaxInt with a Timeout or a ctx deadline.
 	MaxAttempts int
 
 	// BaseDelay is the scale of the waits: the first one, and the least
@@ -54,23 +56,13 @@ type Policy struct {
 	MaxDelay time.Duration
 
 	// Timeout bounds the whole call of Do, attempts and waits included,
-	// measured on Clock from the moment Do is called. The ctx that fn
-	// receives ends at the Timeout; Do never starts a wait that would end
-	// at or after it, never calls fn again once it has passed (however late
-	// OnRetry or the Sleeper returned), and gives up with DeadlineReached
-	// instead, even for an error that IsRetryable rejects. fn is always
-	// called at least once. 0 means no deadline.
-	//
-	// Decisions are measured on Clock; fn's ctx ends, in real time, after
-	// the time that Clock says is left when the attempt begins.
+	// from the moment Do is called, as ctx's deadline does (see Do). 0
+	// means none.
 	Timeout time.Duration
 
-	// AttemptTimeout bounds each call of fn: the ctx that fn receives ends
-	// AttemptTimeout after the call began (or at the Timeout, if that
-	// comes first). An attempt that runs out of time is retried like any
-	// other failure. 0 means no timeout per attempt. With AttemptTimeout or
-	// Timeout set, fn's ctx is cancelled when fn returns: whatever reads
-	// with it, such as a response body, must be read inside fn.
+	// AttemptTimeout bounds each call of fn: its ctx ends AttemptTimeout
+	// after the call began, or earlier at a deadline. An attempt that runs
+	// out of time is retried like any other failure. 0 means none.
 	AttemptTimeout time.Duration
 
 	// Jitter chooses each wait. nil means DecorrelatedJitter.
@@ -78,12 +70,11 @@ type Policy struct {
 	Jitter Jitter
 
 	// IsRetryable reports whether an error returned by fn is worth another
-	// attempt. It is asked only while ctx is not done and no deadline has
-	// passed, and never about an error marked with Permanent. nil means
-	// every error: a timeout of the attempt itself (http.Client.Timeout, a
-	// context.WithTimeout inside fn, AttemptTimeout) is retried, while a
-	// ctx that is done, or a passed Timeout, ends the retries whatever the
-	// predicate says.
+	// attempt. nil means every error: a timeout of the attempt itself
+	// (http.Client.Timeout, a context.WithTimeout inside fn,
+	// AttemptTimeout) is worth another while the caller still waits. Do
+	// does not ask it about an error marked with Permanent, nor once ctx
+	// is done or a deadline has passed.
 	IsRetryable func(error) bool
 
 	// OnRetry, if not nil, is called before each wait with the ctx that Do
@@ -102,19 +93,15 @@ type Policy struct {
 	// Do returns (nil on success). It is the place to count outcomes and
 	// record histograms per call site. It is not called when a panic in
 	// fn, IsRetryable or OnRetry unwinds Do; a panic in OnDone reaches the
-	// caller. OnDone costs at most one clock read.
+	// caller.
 	OnDone func(ctx context.Context, attempts int, elapsed time.Duration, err error)
 
 	// Clock tells the time for Timeout, for ctx's deadline and for
-	// RetryExhausted.Elapsed. nil means the real clock, whose readings are
-	// monotonic. ctx's deadline is set on the real clock, and Do compares
-	// it with Clock's readings: a fake Clock must start at time.Now(), or
-	// a ctx deadline looks nearer or farther than it is.
+	// RetryExhausted.Elapsed. nil means the real clock.
 	Clock Clock
 
 	// Sleeper waits between attempts. nil means a timer that ends early
-	// when ctx is done; Do reuses one timer for all its waits and stops it
-	// before returning.
+	// when ctx is done, and is stopped before Do returns.
 	Sleeper Sleeper
 
 	// Budget, if not nil, caps retries at a share of calls across every
@@ -238,13 +225,12 @@ func isNil(x any) bool {
 	return false
 }
 
-// Clock tells the time. A fake Clock for tests should start at
-// time.Now(), since Do compares its readings with ctx's deadline, which
-// is on the real clock. Do reads it once when it starts, then only where a
-// deadline, OnRetry or the final error needs it: with a deadline, when fn
-// fails and after each wait. If it goes backwards, Do counts the elapsed
-// time as zero; if it jumps forward past a deadline, the next failure or
-// the end of the next wait ends the retries.
+// Clock tells the time. Do measures Policy.Timeout, ctx's deadline and
+// RetryExhausted.Elapsed on it. ctx's deadline is set on the real clock, so
+// a fake Clock for tests must start at time.Now(), or a ctx deadline looks
+// nearer or farther than it is. If the Clock goes backwards, Do counts the
+// time as standing still; if it jumps forward past a deadline, Do gives up
+// with DeadlineReached at the next failure or the end of the next wait.
 type Clock interface {
 	Now() time.Time
 }

@@ -30,11 +30,13 @@ var (
 // the error is marked with Permanent or p.IsRetryable rejects it.
 // Otherwise it waits and calls fn again. The wait is chosen by p.Jitter,
 // is never longer than p.MaxDelay, and is at least as long as a hint in
-// the error: an error in fn's chain with a method
+// the error: an error anywhere in fn's chain with a method
 //
 //	RetryAfter() time.Duration
 //
-// such as After returns, asks for a least wait before the next attempt.
+// that returns a positive wait, as an HTTP Retry-After header asks for
+// one. After adds such a hint to an error, and ParseRetryAfter reads the
+// header.
 //
 // Do gives up, without a last useless wait, when fn has been called
 // p.MaxAttempts times, when ctx is done, when p.Timeout or ctx's deadline
@@ -50,12 +52,14 @@ var (
 //
 // Deadlines are measured on p.Clock from the call of Do. The ctx that fn
 // receives ends at p.Timeout after Do was called and at p.AttemptTimeout
-// after the attempt began, whichever comes first; with either set, it is
+// after the attempt began, whichever comes first, in real time once the
+// time that Clock says is left has run out; with either set, it is
 // cancelled as soon as fn returns.
 //
 // Do returns an error without calling fn if ctx or fn is nil, if p is
 // invalid (the error wraps ErrInvalidPolicy), or if ctx is already done
-// (ctx's error, unchanged). It does not recover a panic in fn or in p's
+// (ctx's error, unchanged); otherwise it calls fn at least once, however
+// short p.Timeout is. It does not recover a panic in fn or in p's
 // functions. It is safe for concurrent use with one shared Policy, and it
 // starts no goroutine of its own: with p.Timeout or p.AttemptTimeout set,
 // each attempt's ctx comes from context.WithTimeout, which starts one
@@ -139,6 +143,11 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 }
 
 // run is the state of one call of Do.
+//
+// Do reads the clock once when it starts, then only where a deadline,
+// OnRetry, OnDone or the final error needs it: with a deadline, when fn
+// fails and after each wait (TestClockReads counts them; the README's
+// performance section measures what a read costs).
 type run struct {
 	p        *Policy // Do's copy, with defaults filled in
 	start    time.Time
