@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,6 +170,27 @@ func ExampleRetryExhausted_deadline() {
 	// Output:
 	// 2 deadline reached true
 	// retry: gave up after 2 attempts in 1.1s (deadline reached: Policy.Timeout passed): service unavailable
+}
+
+// For no limit on attempts but time, set MaxAttempts to math.MaxInt with a
+// Timeout (or a ctx deadline): the deadline ends the retries. Here each wait
+// is 1s and the Timeout 10s, so 10 calls fit.
+func ExamplePolicy_noAttemptLimit() {
+	ft := &fakeTime{now: time.Now()}
+	err := retry.Do(context.Background(), func(ctx context.Context) error {
+		return errUnavailable
+	}, retry.Policy{
+		MaxAttempts: math.MaxInt,
+		BaseDelay:   time.Second,
+		MaxDelay:    time.Second,
+		Timeout:     10 * time.Second,
+		Jitter:      retry.NoJitter,
+		Clock:       ft,
+		Sleeper:     ft,
+	})
+	fmt.Println(err)
+	// Output:
+	// retry: gave up after 10 attempts in 9s (deadline reached: next wait 1s, with 1s left before Policy.Timeout): service unavailable
 }
 
 func ExampleNoJitter() {
