@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// Issue 15: the edges that a trial in real services and an outside review
-// still hit.
+// The edges that a trial in real services and an outside review hit: no
+// call after a deadline, deadlines ahead of the predicate, ContextDone only
+// for a ctx that is done, readable messages and half-set delays.
 
 // Fn is never called after a deadline has passed, however
 // late OnRetry or the Sleeper makes the next attempt; the Budget token of

@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// Behaviours 1 and 3: fn is called at most MaxAttempts times, success ends
+// TestDoAttempts: fn is called at most MaxAttempts times, success ends
 // the run at once, and no wait follows the last attempt.
 func TestDoAttempts(t *testing.T) {
 	tests := []struct {
@@ -115,7 +115,8 @@ type customErr struct{ s string }
 
 func (e *customErr) Error() string { return e.s }
 
-// Behaviour 4: *RetryExhausted says what happened and reaches the last error.
+// TestRetryExhausted: *RetryExhausted says what happened and reaches the
+// last error.
 func TestRetryExhausted(t *testing.T) {
 	ft := newFakeTime()
 	last := &customErr{"connection refused"}
@@ -194,7 +195,7 @@ func TestReasonString(t *testing.T) {
 	}
 }
 
-// Behaviour 5: the Timeout ends the retries without clipping a wait,
+// TestDeadline: the Timeout ends the retries without clipping a wait,
 // bounds fn's ctx, and still lets fn run once.
 func TestDeadline(t *testing.T) {
 	t.Run("a wait that would outlast the deadline is not started", func(t *testing.T) {
@@ -277,7 +278,7 @@ func TestDeadline(t *testing.T) {
 	})
 }
 
-// Behaviour 6: ctx stops the run, and the error reaches both ctx's error
+// TestContext: ctx stops the run, and the error reaches both ctx's error
 // and the last error.
 func TestContext(t *testing.T) {
 	t.Run("done before the first call", func(t *testing.T) {
@@ -358,7 +359,7 @@ func assertContextDone(t *testing.T, err, ctxErr error, attempts int) {
 	}
 }
 
-// Behaviour 7: a RetryAfter hint sets the least wait, and a hint the
+// TestRetryAfterHint: a RetryAfter hint sets the least wait, and a hint the
 // policy cannot honour ends the run without a wait.
 func TestRetryAfterHint(t *testing.T) {
 	tests := []struct {
@@ -423,7 +424,7 @@ func TestRetryAfterHint(t *testing.T) {
 	}
 }
 
-// Behaviour 8: OnRetry sees the failed attempt, its error and the wait.
+// TestOnRetry: OnRetry sees the failed attempt, its error and the wait.
 func TestOnRetry(t *testing.T) {
 	ft := newFakeTime()
 	type call struct {
@@ -451,7 +452,7 @@ func TestOnRetry(t *testing.T) {
 	}
 }
 
-// Behaviour 9 (the Do side): a seeded Rand gives the same schedule, and
+// TestScheduleIsDeterministic: a seeded Rand gives the same schedule, and
 // every wait of the default Jitter lies in [BaseDelay, MaxDelay].
 func TestScheduleIsDeterministic(t *testing.T) {
 	schedule := func(seed uint64) []time.Duration {
@@ -474,7 +475,7 @@ func TestScheduleIsDeterministic(t *testing.T) {
 	}
 }
 
-// Behaviour 10: invalid input is an error, never a panic.
+// TestInvalidPolicy: invalid input is an error, never a panic.
 func TestInvalidPolicy(t *testing.T) {
 	tests := []struct {
 		p     Policy
@@ -598,7 +599,8 @@ func TestPanicsReachTheCaller(t *testing.T) {
 
 func failOnce(context.Context) error { return errBoom }
 
-// Behaviour 11: one Policy shared by concurrent calls, and no goroutines.
+// TestConcurrentCallsShareOnePolicy: one Policy shared by concurrent
+// calls, and no goroutines.
 func TestConcurrentCallsShareOnePolicy(t *testing.T) {
 	ft := newFakeTime()
 	p := ft.with(Policy{MaxAttempts: 3})
@@ -659,7 +661,8 @@ func TestDoStartsNoGoroutines(t *testing.T) {
 	}
 }
 
-// Behaviour 12: the zero Policy.
+// TestZeroPolicy: the zero Policy makes 5 attempts, with decorrelated
+// waits from 100ms.
 func TestZeroPolicy(t *testing.T) {
 	ft := newFakeTime()
 	p := ft.with(Policy{Rand: constRand(0.5)})
@@ -735,7 +738,7 @@ func TestClockReads(t *testing.T) {
 	}
 }
 
-// Issue 8, point 1: by default every error is retried, timeouts
+// TestDefaultRetriesEveryError: by default every error is retried, timeouts
 // included, as long as the caller's ctx is alive.
 func TestDefaultRetriesEveryError(t *testing.T) {
 	for _, err := range []error{
@@ -752,7 +755,9 @@ func TestDefaultRetriesEveryError(t *testing.T) {
 	}
 }
 
-// Issue 8, point 2.
+// TestPermanent: the mark ends the call after one attempt and is found
+// anywhere in the chain; errors.Is and errors.As see through it, and it
+// adds nothing to the message.
 func TestPermanent(t *testing.T) {
 	if err := Permanent(nil); err != nil {
 		t.Errorf("Permanent(nil) = %v; want nil", err)
@@ -821,8 +826,8 @@ func TestPermanentAcrossNestedDo(t *testing.T) {
 	}
 }
 
-// Issue 8, point 4: fn's ctx ends when the time that Clock says is left
-// before the Timeout runs out, counted in real time.
+// TestFnCtxEndsAtTheDeadline: fn's ctx ends when the time that Clock says
+// is left before the Timeout runs out, counted in real time.
 func TestFnCtxEndsAtTheDeadline(t *testing.T) {
 	ft := newFakeTime()
 	start := ft.Now()
@@ -844,8 +849,8 @@ func TestFnCtxEndsAtTheDeadline(t *testing.T) {
 	}
 }
 
-// Issue 8, point 5: a slow OnRetry shortens the sleep, so no wait ends
-// after either deadline.
+// TestSlowOnRetryCountsAgainstTheWait: a slow OnRetry shortens the sleep,
+// so no wait ends after either deadline.
 func TestSlowOnRetryCountsAgainstTheWait(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
@@ -881,7 +886,7 @@ func TestSlowOnRetryCountsAgainstTheWait(t *testing.T) {
 	}
 }
 
-// Issue 8, point 6: a hint raises one wait; the jitter goes on from its
+// TestHintRaisesOneWait: a hint raises one wait; the jitter goes on from its
 // own previous choice.
 func TestHintRaisesOneWait(t *testing.T) {
 	ft := newFakeTime()
@@ -901,7 +906,7 @@ func TestHintRaisesOneWait(t *testing.T) {
 	}
 }
 
-// Issue 8, point 7: errors.Is reaches ctx's error and its cause.
+// TestCancelCause: errors.Is reaches ctx's error and its cause.
 func TestCancelCause(t *testing.T) {
 	errShutdown := errors.New("shutting down")
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -928,7 +933,8 @@ func (brokenCtx) Done() <-chan struct{} {
 	return done
 }
 
-// Issue 8, point 8.
+// TestBrokenCtxEndsTheWait: a ctx whose Done closes while Err is still nil
+// ends the wait and the retries with ContextDone.
 func TestBrokenCtxEndsTheWait(t *testing.T) {
 	fn := &flaky{n: 10, err: errBoom}
 	err := Do(brokenCtx{context.Background()}, fn.call, Policy{BaseDelay: time.Hour, MaxDelay: time.Hour})
@@ -938,7 +944,8 @@ func TestBrokenCtxEndsTheWait(t *testing.T) {
 	}
 }
 
-// Issue 8: an http.Client timeout, on a real server, is retried.
+// TestHTTPClientTimeoutIsRetried: an http.Client timeout, on a real
+// server, is retried.
 func TestHTTPClientTimeoutIsRetried(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -985,7 +992,7 @@ type doneCall struct {
 	err      error
 }
 
-// Issue 9: OnDone runs exactly once on every way out of a valid call, with
+// TestOnDone: OnDone runs exactly once on every way out of a valid call, with
 // the calls of fn, the elapsed time on Clock and the error Do returns.
 func TestOnDone(t *testing.T) {
 	errSleep := errors.New("sleeper broke")

@@ -189,7 +189,7 @@ func TestAttemptTimeoutWithinDeadline(t *testing.T) {
 	})
 }
 
-// Issue 15, point 1, on real timers: with a 1s Timeout, 300ms waits and
+// On real timers: with a 1s Timeout, 300ms waits and
 // an OnRetry that takes 600ms, fn is called at 0s and 600ms, and not at
 // 1.2s, after the Timeout.
 func TestNoCallAfterTheDeadlineOnRealTimers(t *testing.T) {
@@ -212,7 +212,7 @@ func TestNoCallAfterTheDeadlineOnRealTimers(t *testing.T) {
 	})
 }
 
-// Issue 15, point 2, on real timers: fn hangs until the Timeout ends its
+// On real timers: fn hangs until the Timeout ends its
 // ctx, and IsRetryable refuses timeouts; Do still says that its Timeout
 // ended the call.
 func TestHungCallWithAPredicateThatRefusesTimeouts(t *testing.T) {
