@@ -195,9 +195,9 @@ func TestReasonString(t *testing.T) {
 	}
 }
 
-// TestDeadline: the Timeout ends the retries without clipping a wait,
+// TestTimeout: the Timeout ends the retries without clipping a wait,
 // bounds fn's ctx, and still lets fn run once.
-func TestDeadline(t *testing.T) {
+func TestTimeout(t *testing.T) {
 	t.Run("a wait that would outlast the deadline is not started", func(t *testing.T) {
 		ft := newFakeTime()
 		fn := &flaky{n: 100, err: errBoom}
@@ -826,9 +826,9 @@ func TestPermanentAcrossNestedDo(t *testing.T) {
 	}
 }
 
-// TestFnCtxEndsAtTheDeadline: fn's ctx ends when the time that Clock says
+// TestFnCtxEndsAtTheTimeout: fn's ctx ends when the time that Clock says
 // is left before the Timeout runs out, counted in real time.
-func TestFnCtxEndsAtTheDeadline(t *testing.T) {
+func TestFnCtxEndsAtTheTimeout(t *testing.T) {
 	ft := newFakeTime()
 	start := ft.Now()
 	const deadline = 10 * time.Second

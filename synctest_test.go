@@ -129,7 +129,7 @@ func hang(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func TestDeadlineBoundsAHungCall(t *testing.T) {
+func TestTimeoutBoundsAHungCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		calls := 0
@@ -173,7 +173,7 @@ func TestAttemptTimeout(t *testing.T) {
 	})
 }
 
-func TestAttemptTimeoutWithinDeadline(t *testing.T) {
+func TestAttemptTimeoutWithinTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		p := Policy{BaseDelay: time.Second, MaxDelay: time.Second, AttemptTimeout: 2 * time.Second, Timeout: 4 * time.Second, Jitter: NoJitter}
