@@ -326,14 +326,17 @@ func TestNilBudgetTokens(t *testing.T) {
 // old behaviour any more.
 func TestNoStaleDocs(t *testing.T) {
 	stale := []string{
-		"Do starts no goroutines.",                                // context.WithTimeout may start one
-		"is the first wait",                                       // the default jitter's first wait is in [BaseDelay, 3×BaseDelay)
-		"waits starting at 100ms",                                 // the same
-		"waits from 100ms",                                        // the same
-		"or its deadline would have passed",                       // ContextDone means that ctx is done
-		"at or after ctx's deadline, Do gives up at once instead", // with ContextDone
+		"Do starts no goroutines.",                                   // context.WithTimeout may start one
+		"is the first wait",                                          // the default jitter's first wait is in [BaseDelay, 3×BaseDelay)
+		"waits starting at 100ms",                                    // the same
+		"waits from 100ms",                                           // the same
+		"or its deadline would have passed",                          // ContextDone means that ctx is done
+		"at or after ctx's deadline, Do gives up at once instead",    // with ContextDone
+		"Policy.Deadline", "Deadline:", "`Deadline`", "the Deadline", // renamed Policy.Timeout
+		"outermost Permanent", "without the mark", // Do keeps the mark
+		"OnDone costs", "Do reuses one timer", // internals, not contracts
 	}
-	for _, name := range []string{"README.md", "retry.go", "policy.go", "errors.go", "budget.go", "jitter.go"} {
+	for _, name := range []string{"README.md", "retry.go", "policy.go", "errors.go", "budget.go", "jitter.go", "hint.go"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
