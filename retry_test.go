@@ -177,6 +177,9 @@ func TestRetryExhaustedError(t *testing.T) {
 	}
 }
 
+// TestReasonString: the String of each Reason is promised stable within v1,
+// since dashboards and alerts match it as a metric label; an unknown Reason
+// reads Reason(N).
 func TestReasonString(t *testing.T) {
 	for r, want := range map[Reason]string{
 		MaxAttemptsReached:  "max attempts reached",
