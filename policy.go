@@ -101,7 +101,7 @@ type Policy struct {
 	Clock Clock
 
 	// Sleeper waits between attempts. nil means a timer that ends early
-	// when ctx is done, and is stopped before Do returns.
+	// when ctx is done.
 	Sleeper Sleeper
 
 	// Budget, if not nil, caps retries at a share of calls across every
