@@ -102,8 +102,8 @@ func exportedAPI(t *testing.T) string {
 }
 
 // typeLines describes an exported type: its definition, then one line for
-// each exported field or interface method and each exported method of T
-// and *T.
+// each exported field (with its position among all the fields) or
+// interface method, and each exported method of T and *T.
 func typeLines(obj *types.TypeName, q types.Qualifier) []string {
 	name := types.TypeString(obj.Type(), q) // with its type parameters, if any
 	if obj.IsAlias() {
@@ -115,7 +115,8 @@ func typeLines(obj *types.TypeName, q types.Qualifier) []string {
 		lines = append(lines, "type "+name+" struct")
 		for i := range u.NumFields() {
 			if f := u.Field(i); f.Exported() {
-				lines = append(lines, fmt.Sprintf("type %s struct, field %s %s", name, f.Name(), types.TypeString(f.Type(), q)))
+				// the position too: reordering fields breaks unkeyed struct literals
+				lines = append(lines, fmt.Sprintf("type %s struct, field %02d %s %s", name, i, f.Name(), types.TypeString(f.Type(), q)))
 			}
 		}
 	case *types.Interface:

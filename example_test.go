@@ -125,7 +125,7 @@ func ExamplePolicy_isRetryable() {
 }
 
 // Where fn knows that an error is final, it says so with Permanent: Do
-// returns at once, with the error inside the mark.
+// returns it at once, mark included, and errors.Is sees through the mark.
 func ExamplePermanent() {
 	calls := 0
 	err := retry.Do(context.Background(), func(ctx context.Context) error {

@@ -48,13 +48,13 @@ func FuzzDo(f *testing.F) {
 	f.Add(100, int64(1), int64(math.MaxInt64), int64(math.MaxInt64), int64(0), uint8(200), int64(math.MaxInt64), int64(0), uint8(2), 1.0)
 	f.Add(5, int64(time.Minute), int64(time.Second), int64(0), int64(0), uint8(9), int64(0), int64(0), uint8(3), math.NaN())
 	f.Add(50, int64(time.Millisecond), int64(time.Second), int64(3*time.Second), int64(2*time.Second), uint8(255), int64(0), int64(300*time.Millisecond), uint8(4), -1.0)
-	f.Fuzz(func(t *testing.T, maxAttempts int, base, maxDelay, deadline, ctxTimeout int64, failures uint8, hint, callCost int64, kind uint8, u float64) {
+	f.Fuzz(func(t *testing.T, maxAttempts int, base, maxDelay, timeout, ctxTimeout int64, failures uint8, hint, callCost int64, kind uint8, u float64) {
 		maxAttempts %= 1000 // keep each run short
 		p := Policy{
 			MaxAttempts: maxAttempts,
 			BaseDelay:   time.Duration(base),
 			MaxDelay:    time.Duration(maxDelay),
-			Timeout:     time.Duration(deadline),
+			Timeout:     time.Duration(timeout),
 			Jitter:      jitters[int(kind)%len(jitters)].f,
 			Rand:        constRand(u),
 		}

@@ -52,7 +52,7 @@ func TestHerd(t *testing.T) {
 	t.Run("Contention", testContention)
 	t.Run("Recovery", testRecovery)
 	t.Run("Amplification", testAmplification)
-	t.Run("SharedDeadline", testSharedDeadline)
+	t.Run("SharedTimeout", testSharedTimeout)
 	t.Run("Policies", testPolicies)
 }
 
@@ -229,14 +229,14 @@ func sparkline(values []int, width, top, cols int) string {
 	return b.String()
 }
 
-// ---- Shared deadline: a herd with one Timeout must not meet again at it ----
+// ---- Shared timeout: a herd with one Timeout must not meet again at it ----
 
-// simulateSharedDeadline runs 1,000 clients through Do, each on its own
+// simulateSharedTimeout runs 1,000 clients through Do, each on its own
 // fake clock from tick 0, against a server that always fails, with
 // Timeout 5s (MaxAttempts 100, so that the Timeout ends each run). It
 // returns the attempts per tick (1 tick = 1ms) and the ticks of each
 // client's last attempt.
-func simulateSharedDeadline(seed uint64) (perTick map[int]int, last []int) {
+func simulateSharedTimeout(seed uint64) (perTick map[int]int, last []int) {
 	const clients = 1000
 	perTick = map[int]int{}
 	for i := range clients {
@@ -254,8 +254,8 @@ func simulateSharedDeadline(seed uint64) (perTick map[int]int, last []int) {
 	return perTick, last
 }
 
-func testSharedDeadline(t *testing.T) {
-	perTick, last := simulateSharedDeadline(1)
+func testSharedTimeout(t *testing.T) {
+	perTick, last := simulateSharedTimeout(1)
 	busiest, busiestAt := 0, 0
 	for tick, n := range perTick {
 		if tick > 0 && (n > busiest || n == busiest && tick < busiestAt) { // tick 0 is the first failure, together by design
@@ -392,8 +392,8 @@ var requestPath = Policy{MaxAttempts: 4, BaseDelay: 200 * time.Millisecond, MaxD
 // background returns the Policy that README.md recommends for work that
 // no caller waits for, sized for an outage: waits from 1s up to maxDelay,
 // and enough attempts that the Timeout, not their number, ends the retries.
-func background(maxDelay, deadline time.Duration) Policy {
-	return Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: maxDelay, Timeout: deadline}
+func background(maxDelay, timeout time.Duration) Policy {
+	return Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: maxDelay, Timeout: timeout}
 }
 
 func testPolicies(t *testing.T) {

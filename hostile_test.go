@@ -242,3 +242,70 @@ func TestTenThousandGoroutinesShareOnePolicy(t *testing.T) {
 		t.Errorf("OnRetry calls, waits = %d, %d; want %d each", hooks, len(ft.Waits()), want)
 	}
 }
+
+// TestFnCtxIgnoresCtxDeadlineOnClock: fn's ctx ends at the limits Do adds,
+// Timeout and AttemptTimeout, and at ctx's own deadline in real time; Do
+// does not shorten it by ctx's deadline as measured on a Clock that runs
+// ahead of real time.
+func TestFnCtxIgnoresCtxDeadlineOnClock(t *testing.T) {
+	tests := []struct {
+		name string
+		p    Policy
+		want time.Duration // how long every attempt's ctx lasts, in real time
+	}{
+		{"Timeout", Policy{Timeout: 5 * time.Second, MaxAttempts: 1}, 5 * time.Second},
+		{"AttemptTimeout", Policy{AttemptTimeout: 5 * time.Second, MaxAttempts: 3, BaseDelay: 3 * time.Second, MaxDelay: 3 * time.Second, Jitter: NoJitter}, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var clock *fakeTime
+			if tt.name == "Timeout" {
+				clock = &fakeTime{now: time.Now().Add(time.Hour)} // an hour ahead: ctx's deadline has passed on it
+			} else {
+				clock = newFakeTime() // the waits, 3s each, bring ctx's deadline nearer on Clock only
+			}
+			var lasts []time.Duration
+			Do(ctx, func(ctx context.Context) error {
+				dl, ok := ctx.Deadline()
+				if !ok || ctx.Err() != nil {
+					t.Errorf("fn's ctx: deadline %v, err %v; want a live ctx with a deadline", ok, ctx.Err())
+				}
+				lasts = append(lasts, time.Until(dl))
+				return errBoom
+			}, clock.with(tt.p))
+			if len(lasts) == 0 {
+				t.Fatal("fn was not called")
+			}
+			for i, d := range lasts {
+				if d > tt.want || d < tt.want-time.Second {
+					t.Errorf("attempt %d: fn's ctx ends in %v; want about %v", i+1, d, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// TestClockGoingBackDoesNotStretchTheTimeout: once Clock has said that 5s
+// of a 10s Timeout have passed, a Clock that then goes back does not give
+// the time back: the next attempt's ctx still ends within the 5s left.
+func TestClockGoingBackDoesNotStretchTheTimeout(t *testing.T) {
+	ft := newFakeTime()
+	start := ft.Now()
+	p := ft.with(Policy{Timeout: 10 * time.Second, MaxAttempts: 2, BaseDelay: time.Second, MaxDelay: time.Second, Jitter: NoJitter})
+	p.Sleeper = SleeperFunc(func(context.Context, time.Duration) error {
+		ft.advance(start.Add(time.Second).Sub(ft.Now())) // back to 1s after the start
+		return nil
+	})
+	var lasts []time.Duration
+	Do(context.Background(), func(ctx context.Context) error {
+		dl, _ := ctx.Deadline()
+		lasts = append(lasts, time.Until(dl))
+		ft.advance(5 * time.Second)
+		return errBoom
+	}, p)
+	if len(lasts) != 2 || lasts[1] > 5*time.Second {
+		t.Errorf("fn's ctx lasted %v; want 2 attempts, the second with at most 5s", lasts)
+	}
+}

@@ -47,7 +47,8 @@ type Policy struct {
 	// spreads a fleet.
 	BaseDelay time.Duration
 
-	// MaxDelay caps every single wait, hints included. 0 means
+	// MaxDelay caps every single wait: a hint that asks for longer ends the
+	// retries (HintTooLong). 0 means
 	// DefaultMaxDelay, or 3×BaseDelay if that is larger (saturating at the
 	// longest Duration), so that setting BaseDelay alone is never invalid.
 	// Set together with BaseDelay, it must not be below it. Below
@@ -228,9 +229,10 @@ func isNil(x any) bool {
 // Clock tells the time. Do measures Policy.Timeout, ctx's deadline and
 // RetryExhausted.Elapsed on it. ctx's deadline is set on the real clock, so
 // a fake Clock for tests must start at time.Now(), or a ctx deadline looks
-// nearer or farther than it is. If the Clock goes backwards, Do counts the
-// time as standing still; if it jumps forward past a deadline, Do gives up
-// with DeadlineReached at the next failure or the end of the next wait.
+// nearer or farther than it is. If the Clock goes backwards, the time left
+// before a deadline does not grow again, and RetryExhausted.Elapsed is
+// never negative; if it jumps forward past a deadline, Do gives up with
+// DeadlineReached at the next failure or the end of the next wait.
 type Clock interface {
 	Now() time.Time
 }

@@ -50,11 +50,12 @@ var (
 // only if ctx was done when Do stopped, and DeadlineReached if a deadline
 // ended the call while ctx was not done.
 //
-// Deadlines are measured on p.Clock from the call of Do. The ctx that fn
-// receives ends at p.Timeout after Do was called and at p.AttemptTimeout
-// after the attempt began, whichever comes first, in real time once the
-// time that Clock says is left has run out; with either set, it is
-// cancelled as soon as fn returns.
+// Do tells the time by p.Clock: p.Timeout runs from the call of Do, and
+// ctx's deadline is the instant it names. The ctx that fn receives ends at
+// ctx's deadline, at p.Timeout after Do was called and at p.AttemptTimeout
+// after the attempt began, whichever comes first; Do's two limits end it
+// in real time once the time that Clock says is left has run out. With
+// either set, fn's ctx is cancelled as soon as fn returns.
 //
 // Do returns an error without calling fn if ctx or fn is nil, if p is
 // invalid (the error wraps ErrInvalidPolicy), or if ctx is already done
@@ -154,6 +155,7 @@ type run struct {
 	deadline time.Time     // the nearer of Policy.Timeout and ctx's deadline, on Clock
 	bounded  bool          // whether there is a deadline
 	byCtx    bool          // whether the deadline is ctx's
+	at       time.Duration // since the start, at the last reading; never less than before
 	left     time.Duration // before the deadline, at the last reading; forever if none
 	prev     time.Duration // the jitter's previous choice, BaseDelay before the first
 	timer    *timer        // the default Sleeper
@@ -198,11 +200,8 @@ func (r *run) measure() *RetryExhausted {
 	if !r.bounded {
 		return nil
 	}
-	now := r.p.now()
-	if now.Before(r.start) { // a Clock that went back must not stretch the deadline
-		now = r.start
-	}
-	if r.left = r.deadline.Sub(now); r.left > 0 {
+	r.at = max(r.at, r.since(r.p.now())) // a Clock that went back must not stretch the deadline
+	if r.left = r.deadline.Sub(r.start.Add(r.at)); r.left > 0 {
 		return nil
 	}
 	return overrun(DeadlineReached, 0, r.left, r.limitName())
@@ -214,7 +213,10 @@ func (r *run) call(ctx context.Context, fn func(context.Context) error) error {
 	if r.p.Timeout == 0 && r.p.AttemptTimeout == 0 {
 		return fn(ctx) // no limit of its own: spare the context
 	}
-	limit := r.left // measured just before the call: at the start, or after the wait
+	limit := forever // ctx's own deadline ends fn's ctx in real time; Do adds its own limits
+	if r.p.Timeout > 0 {
+		limit = r.p.Timeout - r.at // measured just before the call: at the start, or after the wait
+	}
 	if r.p.AttemptTimeout > 0 {
 		limit = min(limit, r.p.AttemptTimeout)
 	}

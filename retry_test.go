@@ -794,7 +794,9 @@ func TestPermanent(t *testing.T) {
 // so when one Do's fn calls another Do, an error marked inside stops the
 // outer Do too, whether the mark is outermost or deeper in the chain. An
 // inner Do that gives up returns a *RetryExhausted, which the outer Do
-// retries like any other error.
+// retries like any other error. (One whose Last has the mark, which only
+// a ctx done as the marked error came back can make, stops it too: the
+// mark is found through Last.)
 func TestPermanentAcrossNestedDo(t *testing.T) {
 	tests := []struct {
 		name       string
