@@ -405,7 +405,6 @@ func TestGoroutinePerAttempt(t *testing.T) {
 	}
 }
 
-
 // TestCtxDoneWinsOverPermanent: when fn returns a Permanent error after
 // ctx was cancelled, Do reports that ctx is done, not fn's error as it
 // is, and the permanent error is still reachable as the last error.
