@@ -121,11 +121,11 @@ type Policy struct {
 var ErrInvalidPolicy = errors.New("retry: invalid policy")
 
 // Validate returns nil if p can be used, or an error that wraps
-// ErrInvalidPolicy and names the first field out of range: a negative
-// MaxAttempts, BaseDelay, MaxDelay, Timeout or AttemptTimeout, a Budget
-// that NewBudget rejected, a MaxDelay set below a BaseDelay that is set
-// too, or a Clock or Sleeper that is a nil ClockFunc or SleeperFunc.
-// Do calls Validate itself.
+// ErrInvalidPolicy and names the first field out of range, in the order
+// Policy declares them: a negative MaxAttempts, BaseDelay, MaxDelay,
+// Timeout or AttemptTimeout, a Clock or Sleeper that is a nil ClockFunc or
+// SleeperFunc, or a Budget that NewBudget rejected. A MaxDelay set below a
+// BaseDelay that is set too is checked last. Do calls Validate itself.
 func (p Policy) Validate() error {
 	p.fillDefaults()
 	return p.validate()
