@@ -10,7 +10,7 @@ import (
 )
 
 // The breaker recipe decides on the Reason, which says
-// ContextDone only when the caller's ctx was done; giving up ahead of
+// Canceled only when the caller's ctx was done; giving up ahead of
 // ctx's deadline, with ctx alive, is the dependency's failure.
 func TestBreakerDecidesOnReason(t *testing.T) {
 	unavailable := func(context.Context) error { return errUnavailable }

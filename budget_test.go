@@ -326,7 +326,7 @@ func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 	}{
 		{"ctx cancelled during the wait", func(cancel context.CancelFunc) Sleeper {
 			return SleeperFunc(func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() })
-		}, ContextDone},
+		}, Canceled},
 		{"the Sleeper failed", func(context.CancelFunc) Sleeper {
 			return SleeperFunc(func(context.Context, time.Duration) error { return errSleep })
 		}, SleepFailed},

@@ -13,7 +13,7 @@ import (
 )
 
 // The edges that a trial in real services and an outside review hit: no
-// call after a deadline, deadlines ahead of the predicate, ContextDone only
+// call after a deadline, deadlines ahead of the predicate, Canceled only
 // for a ctx that is done, readable messages and half-set delays.
 
 // Fn is never called after a deadline has passed, however
@@ -125,10 +125,10 @@ func TestDeadlineBeforeThePredicate(t *testing.T) {
 	}
 }
 
-// ContextDone if and only if ctx was done when Do
+// Canceled if and only if ctx was done when Do
 // stopped; every DeadlineReached reaches context.DeadlineExceeded, and
 // its message names the deadline, the wait and the time left.
-func TestContextDoneOnlyWhenCtxIsDone(t *testing.T) {
+func TestCanceledOnlyWhenCtxIsDone(t *testing.T) {
 	tests := []struct {
 		name       string
 		p          Policy
@@ -166,8 +166,8 @@ func TestContextDoneOnlyWhenCtxIsDone(t *testing.T) {
 }
 
 // A ctx that is done when Do stops makes the reason
-// ContextDone, whatever else stopped Do at the same time.
-func TestContextDoneWinsWhenCtxIsDone(t *testing.T) {
+// Canceled, whatever else stopped Do at the same time.
+func TestCanceledWinsWhenCtxIsDone(t *testing.T) {
 	ft := newFakeTime()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -180,7 +180,7 @@ func TestContextDoneWinsWhenCtxIsDone(t *testing.T) {
 		return ft.Now()
 	})
 	err := Do(ctx, func(context.Context) error { ft.advance(2 * time.Second); return errBoom }, p)
-	assertContextDone(t, err, context.Canceled, 1)
+	assertCanceled(t, err, context.Canceled, 1)
 }
 
 // The message is one line for any line break, its
@@ -330,8 +330,8 @@ func TestNoStaleDocs(t *testing.T) {
 		"is the first wait",                                          // the default jitter's first wait is in [BaseDelay, 3×BaseDelay)
 		"waits starting at 100ms",                                    // the same
 		"waits from 100ms",                                           // the same
-		"or its deadline would have passed",                          // ContextDone means that ctx is done
-		"at or after ctx's deadline, Do gives up at once instead",    // with ContextDone
+		"or its deadline would have passed",                          // Canceled means that ctx is done
+		"at or after ctx's deadline, Do gives up at once instead",    // with Canceled
 		"Policy.Deadline", "Deadline:", "`Deadline`", "the Deadline", // renamed Policy.Timeout
 		"outermost Permanent", "without the mark", // Do keeps the mark
 		"OnDone costs", "Do reuses one timer", // internals, not contracts
@@ -417,8 +417,8 @@ func TestCtxDoneWinsOverPermanent(t *testing.T) {
 		return Permanent(errBoom)
 	}, ft.with(Policy{}))
 	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != ContextDone {
-		t.Fatalf("Do() = %v; want a *RetryExhausted with Reason ContextDone", err)
+	if !errors.As(err, &re) || re.Reason != Canceled {
+		t.Fatalf("Do() = %v; want a *RetryExhausted with Reason Canceled", err)
 	}
 	if !errors.Is(err, errBoom) || !errors.Is(err, context.Canceled) {
 		t.Errorf("Do() = %v; want it to reach boom and context.Canceled", err)
@@ -453,8 +453,8 @@ func TestCancelCauseDuringAttempt(t *testing.T) {
 		return errBoom
 	}, ft.with(Policy{}))
 	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != ContextDone {
-		t.Fatalf("Do() = %v; want a *RetryExhausted with Reason ContextDone", err)
+	if !errors.As(err, &re) || re.Reason != Canceled {
+		t.Fatalf("Do() = %v; want a *RetryExhausted with Reason Canceled", err)
 	}
 	if !errors.Is(err, errShutdown) || !errors.Is(err, context.Canceled) || !errors.Is(err, errBoom) {
 		t.Errorf("Do() = %v; want it to reach the cause, context.Canceled and boom", err)
@@ -583,7 +583,7 @@ func TestSleeperErrorWinsOverDeadlinePassedDuringTheWait(t *testing.T) {
 }
 
 // TestCtxDoneDuringASleepThatReturnsNil: when ctx is done by the end of a
-// wait whose Sleeper returned nil, Do gives up with ContextDone and does
+// wait whose Sleeper returned nil, Do gives up with Canceled and does
 // not call fn again.
 func TestCtxDoneDuringASleepThatReturnsNil(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -595,8 +595,8 @@ func TestCtxDoneDuringASleepThatReturnsNil(t *testing.T) {
 	})}
 	err := Do(ctx, fn.call, p)
 	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != ContextDone || fn.calls != 1 {
-		t.Errorf("Do() = %v after %d calls; want ContextDone after 1", err, fn.calls)
+	if !errors.As(err, &re) || re.Reason != Canceled || fn.calls != 1 {
+		t.Errorf("Do() = %v after %d calls; want Canceled after 1", err, fn.calls)
 	}
 }
 

@@ -115,11 +115,11 @@ const (
 	// names the deadline and, for a wait that did not fit, the wait and
 	// the time left.
 	DeadlineReached
-	// ContextDone means ctx was done (or its Done channel closed) when Do
+	// Canceled means ctx was done (or its Done channel closed) when Do
 	// stopped: it is the Reason if and only if that is so, whatever else
 	// stopped Do. Cause is ctx's error, which also wraps the cause given to
 	// a context.CancelCauseFunc.
-	ContextDone
+	Canceled
 	// HintTooLong means fn's error asked, through a RetryAfter method, for
 	// a wait longer than MaxDelay or one that would not end before a
 	// deadline. The message names the hint and the limit it broke.
@@ -135,7 +135,7 @@ const (
 var reasons = [...]string{
 	MaxAttemptsReached: "max attempts reached",
 	DeadlineReached:    "deadline reached",
-	ContextDone:        "context done",
+	Canceled:        "canceled",
 	HintTooLong:        "retry-after hint too long",
 	SleepFailed:        "sleep failed",
 	BudgetExhausted:    "retry budget exhausted",

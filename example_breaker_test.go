@@ -60,7 +60,7 @@ func callThroughBreaker(ctx context.Context, b *breaker, p retry.Policy, fn func
 
 // dependencyFailed reports whether err says that the dependency is
 // unhealthy: Do retried, and the failures went on until it gave up. The
-// caller's own cancellation says nothing about it (Reason ContextDone, which
+// caller's own cancellation says nothing about it (Reason Canceled, which
 // Do gives if and only if ctx was done), and neither does a request that
 // it rightly refused (a Permanent error, such as a 4xx): the breaker counts
 // both as a success, as gobreaker's IsSuccessful lets you choose. A
@@ -68,7 +68,7 @@ func callThroughBreaker(ctx context.Context, b *breaker, p retry.Policy, fn func
 // counts as a failure: the dependency did not answer in time.
 func dependencyFailed(err error) bool {
 	re, gaveUp := err.(*retry.RetryExhausted) // Do returns it unwrapped
-	return gaveUp && re.Reason != retry.ContextDone
+	return gaveUp && re.Reason != retry.Canceled
 }
 
 // A circuit breaker around Do: it counts Do's outcomes, not its attempts,

@@ -154,7 +154,7 @@ func ExampleRetryExhausted() {
 // A deadline that ends the retries while ctx is alive gives
 // DeadlineReached, whichever deadline it was, and reaches
 // context.DeadlineExceeded, so one errors.Is maps it to a 504; the
-// message says which deadline. ContextDone is kept for a ctx that is done.
+// message says which deadline. Canceled is kept for a ctx that is done.
 func ExampleRetryExhausted_deadline() {
 	ft := &fakeTime{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	err := retry.Do(context.Background(), func(ctx context.Context) error {

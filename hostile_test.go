@@ -179,8 +179,8 @@ func TestFnBlocksUntilCtxEnds(t *testing.T) {
 			go func() { <-started; cancel() }()
 			err := Do(ctx, blocking(started), tt.p)
 			var re *RetryExhausted
-			if !errors.As(err, &re) || re.Attempts != 1 || re.Reason != ContextDone || re.Last != context.Canceled || re.Cause != context.Canceled {
-				t.Errorf("Do() = %#v; want ContextDone after 1 attempt, with ctx's error as Last and Cause", err)
+			if !errors.As(err, &re) || re.Attempts != 1 || re.Reason != Canceled || re.Last != context.Canceled || re.Cause != context.Canceled {
+				t.Errorf("Do() = %#v; want Canceled after 1 attempt, with ctx's error as Last and Cause", err)
 			}
 		})
 	}

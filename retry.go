@@ -46,7 +46,7 @@ var (
 // retry. It then returns a *RetryExhausted that reaches fn's last error
 // through errors.Is and errors.As. A ctx that is done and a deadline that
 // has passed are checked before p.IsRetryable is asked, and fn is never
-// called once either is so: RetryExhausted.Reason is ContextDone if and
+// called once either is so: RetryExhausted.Reason is Canceled if and
 // only if ctx was done when Do stopped, and DeadlineReached if a deadline
 // ended the call while ctx was not done.
 //
@@ -103,7 +103,7 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		case err == nil:
 			return p.done(ctx, attempt, r.elapsed(), nil)
 		case ctx.Err() != nil: // the caller is gone: whatever fn said, stop
-			return r.giveUp(ctx, stopped(ContextDone, ctxCause(ctx)), attempt, err)
+			return r.giveUp(ctx, stopped(Canceled, ctxCause(ctx)), attempt, err)
 		case isPermanent(err):
 			return p.done(ctx, attempt, r.elapsed(), err)
 		}
@@ -292,7 +292,7 @@ func (r *run) sleep(ctx context.Context, d time.Duration) *RetryExhausted {
 		ended = r.timer.sleep(ctx, d)
 	}
 	if ended || ctx.Err() != nil { // ended with Err nil: ctx broke its contract; stop all the same
-		return stopped(ContextDone, ctxCause(ctx))
+		return stopped(Canceled, ctxCause(ctx))
 	}
 	if err != nil {
 		return stopped(SleepFailed, err)
@@ -303,8 +303,8 @@ func (r *run) sleep(ctx context.Context, d time.Duration) *RetryExhausted {
 // giveUp fills in stop with what the run did, and returns it through
 // Policy.done.
 func (r *run) giveUp(ctx context.Context, stop *RetryExhausted, attempts int, last error) error {
-	if stop.Reason != ContextDone && ctx.Err() != nil { // ContextDone if and only if ctx is done
-		stop = stopped(ContextDone, ctxCause(ctx))
+	if stop.Reason != Canceled && ctx.Err() != nil { // Canceled if and only if ctx is done
+		stop = stopped(Canceled, ctxCause(ctx))
 	}
 	stop.Attempts, stop.Last, stop.Elapsed = attempts, last, r.since(r.p.now())
 	return r.p.done(ctx, attempts, stop.Elapsed, stop)

@@ -151,8 +151,8 @@ func TestRetryExhaustedError(t *testing.T) {
 	}{
 		{&RetryExhausted{Attempts: 1, Elapsed: 0, Last: errBoom, Reason: HintTooLong},
 			"retry: gave up after 1 attempt in 0s (retry-after hint too long): boom"},
-		{&RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: ContextDone, Cause: context.Canceled},
-			"retry: gave up after 2 attempts in 1s (context done: context canceled): boom"},
+		{&RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: Canceled, Cause: context.Canceled},
+			"retry: gave up after 2 attempts in 1s (canceled: context canceled): boom"},
 		{&RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: SleepFailed, Cause: errors.New("clock device gone")},
 			"retry: gave up after 2 attempts in 1s (sleep failed: clock device gone): boom"},
 		{&RetryExhausted{Attempts: 3, Last: errBoom, Reason: BudgetExhausted, Cause: ErrBudgetExhausted},
@@ -184,7 +184,7 @@ func TestReasonString(t *testing.T) {
 	for r, want := range map[Reason]string{
 		MaxAttemptsReached:  "max attempts reached",
 		DeadlineReached:     "deadline reached",
-		ContextDone:         "context done",
+		Canceled:         "canceled",
 		HintTooLong:         "retry-after hint too long",
 		SleepFailed:         "sleep failed",
 		BudgetExhausted:     "retry budget exhausted",
@@ -300,7 +300,7 @@ func TestContext(t *testing.T) {
 		p := ft.with(Policy{})
 		p.OnRetry = func(context.Context, int, error, time.Duration) { retries++ }
 		err := Do(ctx, fn, p)
-		assertContextDone(t, err, context.Canceled, 1)
+		assertCanceled(t, err, context.Canceled, 1)
 		if calls != 1 || len(ft.Waits()) != 0 || retries != 0 {
 			t.Errorf("Do() calls, waits, OnRetry calls = %d, %d, %d; want 1, 0, 0", calls, len(ft.Waits()), retries)
 		}
@@ -315,7 +315,7 @@ func TestContext(t *testing.T) {
 		})
 		fn := &flaky{n: 10, err: errBoom}
 		err := Do(ctx, fn.call, p)
-		assertContextDone(t, err, context.Canceled, 1)
+		assertCanceled(t, err, context.Canceled, 1)
 		if fn.calls != 1 {
 			t.Errorf("Do() calls = %d; want 1: no attempt after ctx is done", fn.calls)
 		}
@@ -348,14 +348,14 @@ func assertDeadlineReached(t *testing.T, err error, attempts int) {
 	}
 }
 
-func assertContextDone(t *testing.T, err, ctxErr error, attempts int) {
+func assertCanceled(t *testing.T, err, ctxErr error, attempts int) {
 	t.Helper()
 	var re *RetryExhausted
 	if !errors.As(err, &re) {
 		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
 	}
-	if re.Reason != ContextDone || re.Attempts != attempts {
-		t.Errorf("Do() reason, attempts = %v, %d; want %v, %d", re.Reason, re.Attempts, ContextDone, attempts)
+	if re.Reason != Canceled || re.Attempts != attempts {
+		t.Errorf("Do() reason, attempts = %v, %d; want %v, %d", re.Reason, re.Attempts, Canceled, attempts)
 	}
 	if !errors.Is(err, ctxErr) || !errors.Is(err, errBoom) {
 		t.Errorf("Do() = %v; want errors.Is to reach both %v and boom", err, ctxErr)
@@ -921,10 +921,10 @@ func TestCancelCause(t *testing.T) {
 	})}
 	err := Do(ctx, failOnce, p)
 	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != ContextDone || !errors.Is(err, context.Canceled) || !errors.Is(err, errShutdown) || !errors.Is(err, errBoom) {
-		t.Fatalf("Do() = %v; want ContextDone reaching context.Canceled, the cause and the last error", err)
+	if !errors.As(err, &re) || re.Reason != Canceled || !errors.Is(err, context.Canceled) || !errors.Is(err, errShutdown) || !errors.Is(err, errBoom) {
+		t.Fatalf("Do() = %v; want Canceled reaching context.Canceled, the cause and the last error", err)
 	}
-	if want := "(context done: context canceled: shutting down): boom"; !strings.HasSuffix(err.Error(), want) {
+	if want := "(canceled: context canceled: shutting down): boom"; !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("Do().Error() = %q; want it to end with %q", err, want)
 	}
 }
@@ -939,13 +939,13 @@ func (brokenCtx) Done() <-chan struct{} {
 }
 
 // TestBrokenCtxEndsTheWait: a ctx whose Done closes while Err is still nil
-// ends the wait and the retries with ContextDone.
+// ends the wait and the retries with Canceled.
 func TestBrokenCtxEndsTheWait(t *testing.T) {
 	fn := &flaky{n: 10, err: errBoom}
 	err := Do(brokenCtx{context.Background()}, fn.call, Policy{BaseDelay: time.Hour, MaxDelay: time.Hour})
 	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != ContextDone || re.Cause != errBrokenCtx || fn.calls != 1 {
-		t.Errorf("Do() = %v after %d calls; want ContextDone for a broken ctx after 1", err, fn.calls)
+	if !errors.As(err, &re) || re.Reason != Canceled || re.Cause != errBrokenCtx || fn.calls != 1 {
+		t.Errorf("Do() = %v after %d calls; want Canceled for a broken ctx after 1", err, fn.calls)
 	}
 }
 

@@ -48,7 +48,7 @@ func TestDefaultSleeperEndsWhenCtxIsCanceled(t *testing.T) {
 		if elapsed := time.Since(start); elapsed != 3*time.Second {
 			t.Errorf("Do() returned after %v; want 3s, when ctx was canceled mid-wait", elapsed)
 		}
-		assertContextDone(t, err, context.Canceled, 1)
+		assertCanceled(t, err, context.Canceled, 1)
 	})
 }
 
