@@ -264,6 +264,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var last *http.Response // the last response with a retryable status
 	sent := 0
 	resp, err := retry.DoValue(req.Context(), func(ctx context.Context) (*http.Response, error) {
+		last = nil // only the last attempt's response may be returned
 		sent++
 		r := req.Clone(ctx)
 		if sent > 1 && req.GetBody != nil {
@@ -436,8 +437,13 @@ func TestTour(t *testing.T) {
 }
 
 func TestRoundTripper(t *testing.T) {
-	var conns atomic.Int32
+	var conns, resets atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/reset" && resets.Add(1) > 2 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close() // a network error, after two 503s
+			return
+		}
 		w.Header().Set("Retry-After", "0")
 		http.Error(w, strings.Repeat("busy ", 1000), http.StatusServiceUnavailable)
 	}))
@@ -463,6 +469,17 @@ func TestRoundTripper(t *testing.T) {
 		}
 		if n := conns.Load(); n != 1 {
 			t.Errorf("4 attempts used %d connections; want 1, each response drained for the next", n)
+		}
+	})
+	t.Run("ReturnsTheLastAttemptsError", func(t *testing.T) {
+		client := &http.Client{Transport: &retryTransport{Base: srv.Client().Transport, Policy: retry.Policy{MaxAttempts: 3, Sleeper: noWait}}}
+		resp, err := client.Get(srv.URL + "/reset")
+		if err == nil {
+			resp.Body.Close()
+		}
+		var re *retry.RetryExhausted
+		if !errors.As(err, &re) || re.Attempts != 3 {
+			t.Errorf("Get() = %v; want the third attempt's network error, not the 503 before it", err)
 		}
 	})
 	t.Run("RequestCtxEndsTheRetries", func(t *testing.T) {
