@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,11 @@ import (
 
 	"github.com/quietwire/retry"
 )
+
+// maxDrain is how much the HTTP clients here read of a body that they
+// retry or refuse, before they close it: all of a short body, so that its
+// connection serves again, and no more of a long one.
+const maxDrain = 64 << 10
 
 // getBody is the README's GET client, as a function for the examples.
 func getBody(ctx context.Context, client *http.Client, url string, p retry.Policy) ([]byte, error) {
@@ -30,14 +36,15 @@ func getBody(ctx context.Context, client *http.Client, url string, p retry.Polic
 			return nil, err // a network error or a timeout: retried
 		}
 		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body) // inside fn: a reset mid-body is retried too
+		if resp.StatusCode < 400 {
+			return io.ReadAll(resp.Body) // inside fn: a reset mid-body is retried too
+		}
+		io.CopyN(io.Discard, resp.Body, maxDrain) // all of a short body, so that the connection serves again
 		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
 			return nil, retry.After(wait, errors.New(resp.Status)) // retried, no sooner than asked
-		} else if code >= 400 {
-			return nil, retry.Permanent(errors.New(resp.Status)) // would fail the same way again
 		}
-		return body, err
+		return nil, retry.Permanent(errors.New(resp.Status)) // would fail the same way again
 	}, p)
 	return body, err
 }
@@ -55,14 +62,15 @@ func postOrder(ctx context.Context, client *http.Client, url, key string, order 
 			return nil, err
 		}
 		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
+		if resp.StatusCode < 400 {
+			return io.ReadAll(resp.Body)
+		}
+		io.CopyN(io.Discard, resp.Body, maxDrain)
 		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
 			return nil, retry.After(wait, errors.New(resp.Status))
-		} else if code >= 400 {
-			return nil, retry.Permanent(errors.New(resp.Status))
 		}
-		return body, err
+		return nil, retry.Permanent(errors.New(resp.Status))
 	}, p)
 	return body, err
 }
@@ -235,8 +243,9 @@ func Example_httpAttemptTimeout() {
 // whose method is idempotent or that has an Idempotency-Key, and whose
 // body, if any, GetBody can rebuild (http.NewRequest sets GetBody for a
 // bytes.Reader, a bytes.Buffer or a strings.Reader). It sends any other
-// request once. When it gives up on a status, it returns the last
-// response, as a client without retries would.
+// request once. Before each retry it reads at most maxDrain bytes of the
+// response it retries, and closes it. When it gives up on a status, it
+// returns the last response, unread, as a client without retries would.
 //
 // Policy must leave AttemptTimeout and Timeout 0: the caller reads the
 // body after RoundTrip returns, and Do cancels the attempt's ctx when fn
@@ -261,10 +270,14 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !resendable(req) {
 		return base.RoundTrip(req)
 	}
-	var last *http.Response // the last response with a retryable status
+	var last *http.Response // the last attempt's response, if Do may retry it
 	sent := 0
 	resp, err := retry.DoValue(req.Context(), func(ctx context.Context) (*http.Response, error) {
-		last = nil // only the last attempt's response may be returned
+		if last != nil { // Do retries it: drain it, so that its connection may serve this attempt
+			io.CopyN(io.Discard, last.Body, maxDrain)
+			last.Body.Close()
+			last = nil // only the last attempt's response may be returned
+		}
 		sent++
 		r := req.Clone(ctx)
 		if sent > 1 && req.GetBody != nil {
@@ -281,15 +294,15 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if code := resp.StatusCode; code != 408 && code != 429 && code < 500 {
 			return resp, nil // a success, or a status that another attempt would not change
 		}
-		body, _ := io.ReadAll(resp.Body) // drain and close now: the connection is free during the wait
-		resp.Body.Close()
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		last = resp
+		last = resp // left unread: the caller gets it if Do gives up
 		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return nil, retry.After(wait, errors.New(resp.Status))
 	}, t.Policy)
-	if err != nil && last != nil && req.Context().Err() == nil {
-		return last, nil // Do gave up on a status: the caller sees the response
+	if err != nil && last != nil {
+		if req.Context().Err() == nil {
+			return last, nil // Do gave up on a status: the caller sees the response
+		}
+		last.Body.Close()
 	}
 	return resp, err
 }
@@ -501,19 +514,118 @@ func TestRoundTripper(t *testing.T) {
 		}
 	})
 	t.Run("RejectsAttemptTimeout", func(t *testing.T) {
-		closed := false
-		body := &closeRecorder{Reader: strings.NewReader("x"), closed: &closed}
+		body := &bodyRecorder{Reader: strings.NewReader("x")}
 		req, _ := http.NewRequest(http.MethodPut, srv.URL, body)
 		_, err := (&retryTransport{Policy: retry.Policy{AttemptTimeout: time.Second}}).RoundTrip(req)
-		if err == nil || !closed {
-			t.Errorf("RoundTrip() = %v, body closed %v; want an error and the body closed", err, closed)
+		if err == nil || !body.closed {
+			t.Errorf("RoundTrip() = %v, body closed %v; want an error and the body closed", err, body.closed)
 		}
 	})
 }
 
-type closeRecorder struct {
-	io.Reader
-	closed *bool
+// TestHTTPReadsAtMostMaxDrain: each client reads at most maxDrain bytes of
+// an 8 MiB body that it retries or refuses, and closes it; it reads a 2xx
+// body whole, and the transport leaves the response it returns unread.
+func TestHTTPReadsAtMostMaxDrain(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 8<<20)
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/missing":
+			w.WriteHeader(http.StatusNotFound)
+		case r.URL.Path == "/down" || hits.Add(1) <= 2:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			fmt.Fprint(w, "ok")
+			return
+		}
+		w.Write(big)
+	}))
+	defer srv.Close()
+	p := retry.Policy{MaxAttempts: 3, Sleeper: noWait}
+	str := func(body []byte, err error) string {
+		if err != nil {
+			return err.Error()
+		}
+		return string(body)
+	}
+	get := func(c *http.Client, url string) string { return str(getBody(context.Background(), c, url, p)) }
+	post := func(c *http.Client, url string) string {
+		return str(postOrder(context.Background(), c, url, "k", []byte("order"), p))
+	}
+	transport := func(c *http.Client, url string) string {
+		c.Transport = &retryTransport{Base: c.Transport, Policy: p}
+		resp, err := c.Get(url)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%s, %d bytes, %v", resp.Status, len(body), err)
+	}
+	for _, tt := range []struct {
+		name, path string
+		call       func(c *http.Client, url string) string
+		want       string
+		reads      []int // of each response's body
+	}{
+		{"getBody", "/", get, "ok", []int{maxDrain, maxDrain, 2}},
+		{"getBody/refused", "/missing", get, "404 Not Found", []int{maxDrain}},
+		{"postOrder", "/", post, "ok", []int{maxDrain, maxDrain, 2}},
+		{"retryTransport", "/", transport, "200 OK, 2 bytes, <nil>", []int{maxDrain, maxDrain, 2}},
+		{"retryTransport/gave up", "/down", transport, "503 Service Unavailable, 8388608 bytes, <nil>", []int{maxDrain, maxDrain, 8 << 20}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hits.Store(0)
+			var bodies []*bodyRecorder
+			c := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := srv.Client().Transport.RoundTrip(r)
+				if err == nil {
+					bodies = append(bodies, &bodyRecorder{Reader: resp.Body})
+					resp.Body = bodies[len(bodies)-1]
+				}
+				return resp, err
+			})}
+			if got := tt.call(c, srv.URL+tt.path); got != tt.want {
+				t.Errorf("got %q; want %q", got, tt.want)
+			}
+			var reads []int
+			for i, b := range bodies {
+				reads = append(reads, b.read)
+				if !b.closed {
+					t.Errorf("response %d: body not closed", i+1)
+				}
+			}
+			if !slices.Equal(reads, tt.reads) {
+				t.Errorf("bytes read of each body: %v; want %v", reads, tt.reads)
+			}
+		})
+	}
 }
 
-func (c *closeRecorder) Close() error { *c.closed = true; return nil }
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// bodyRecorder is a body that counts the bytes read from it and records
+// whether it was closed.
+type bodyRecorder struct {
+	io.Reader
+	read   int
+	closed bool
+}
+
+func (b *bodyRecorder) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	b.read += n
+	return n, err
+}
+
+func (b *bodyRecorder) Close() error {
+	b.closed = true
+	if c, ok := b.Reader.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
