@@ -304,6 +304,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		last.Body.Close()
 	}
+	if sent == 0 && req.Body != nil {
+		req.Body.Close() // Do did not call fn: a RoundTripper closes the body, even on an error
+	}
 	return resp, err
 }
 
@@ -513,12 +516,25 @@ func TestRoundTripper(t *testing.T) {
 			t.Errorf("Do() = %v after %d attempts; want context.Canceled after 1", err, attempts)
 		}
 	})
-	t.Run("RejectsAttemptTimeout", func(t *testing.T) {
-		body := &bodyRecorder{Reader: strings.NewReader("x")}
-		req, _ := http.NewRequest(http.MethodPut, srv.URL, body)
-		_, err := (&retryTransport{Policy: retry.Policy{AttemptTimeout: time.Second}}).RoundTrip(req)
-		if err == nil || !body.closed {
-			t.Errorf("RoundTrip() = %v, body closed %v; want an error and the body closed", err, body.closed)
+	t.Run("ClosesTheBodyItDoesNotSend", func(t *testing.T) {
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		for _, tt := range []struct {
+			name string
+			ctx  context.Context
+			p    retry.Policy
+		}{
+			{"AttemptTimeout set", context.Background(), retry.Policy{AttemptTimeout: time.Second}},
+			{"invalid Policy", context.Background(), retry.Policy{MaxAttempts: -1}},
+			{"ctx done", done, retry.Policy{}},
+		} {
+			body := &bodyRecorder{Reader: strings.NewReader("x")}
+			req, _ := http.NewRequestWithContext(tt.ctx, http.MethodPut, srv.URL, body)
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
+			_, err := (&retryTransport{Policy: tt.p}).RoundTrip(req)
+			if err == nil || !body.closed {
+				t.Errorf("%s: RoundTrip() = %v, body closed %v; want an error and the body closed", tt.name, err, body.closed)
+			}
 		}
 	})
 }
