@@ -244,8 +244,10 @@ func Example_httpAttemptTimeout() {
 // body, if any, GetBody can rebuild (http.NewRequest sets GetBody for a
 // bytes.Reader, a bytes.Buffer or a strings.Reader). It sends any other
 // request once. Before each retry it reads at most maxDrain bytes of the
-// response it retries, and closes it. When it gives up on a status, it
-// returns the last response, unread, as a client without retries would.
+// response it retries, and closes it. When it gives up on a status, at a
+// deadline too, it returns the last response, unread, as a client without
+// retries would: once ctx's deadline has passed, reading its body fails
+// with ctx's error. When ctx is cancelled, it returns Do's error.
 //
 // Policy must leave AttemptTimeout and Timeout 0: the caller reads the
 // body after RoundTrip returns, and Do cancels the attempt's ctx when fn
@@ -298,9 +300,10 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return nil, retry.After(wait, errors.New(resp.Status))
 	}, t.Policy)
-	if err != nil && last != nil {
-		if req.Context().Err() == nil {
-			return last, nil // Do gave up on a status: the caller sees the response
+	var re *retry.RetryExhausted
+	if last != nil { // Do gave up after a status it retries
+		if !errors.As(err, &re) || re.Reason != retry.Canceled {
+			return last, nil // at a deadline too: whether Do or ctx's timer saw it first
 		}
 		last.Body.Close()
 	}
@@ -460,6 +463,12 @@ func TestRoundTripper(t *testing.T) {
 			conn.Close() // a network error, after two 503s
 			return
 		}
+		if r.URL.Path == "/hang" { // a 503 whose body never ends
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
 		w.Header().Set("Retry-After", "0")
 		http.Error(w, strings.Repeat("busy ", 1000), http.StatusServiceUnavailable)
 	}))
@@ -514,6 +523,31 @@ func TestRoundTripper(t *testing.T) {
 		}
 		if !errors.Is(err, context.Canceled) || attempts != 1 {
 			t.Errorf("Do() = %v after %d attempts; want context.Canceled after 1", err, attempts)
+		}
+	})
+	t.Run("ReturnsTheLastResponseAtTheDeadline", func(t *testing.T) {
+		untilDone := retry.SleeperFunc(func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() })
+		for _, tt := range []struct {
+			name string
+			p    retry.Policy
+		}{
+			{"Do sees that the next wait does not fit", retry.Policy{BaseDelay: time.Hour}},
+			{"ctx's timer ends the wait", retry.Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Sleeper: untilDone}},
+		} {
+			ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/hang", nil)
+			resp, err := (&retryTransport{Base: srv.Client().Transport, Policy: tt.p}).RoundTrip(req)
+			if err != nil {
+				t.Errorf("%s: RoundTrip() = %v; want the 503", tt.name, err)
+				continue
+			}
+			<-ctx.Done()
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 503 || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s: RoundTrip() = %d, then reading its body = %v; want 503, then ctx's error", tt.name, resp.StatusCode, err)
+			}
 		}
 	})
 	t.Run("ClosesTheBodyItDoesNotSend", func(t *testing.T) {
