@@ -9,9 +9,9 @@ import (
 	"github.com/quietwire/retry"
 )
 
-// The breaker recipe decides on the Reason, which says
-// Canceled only when the caller's ctx was done; giving up ahead of
-// ctx's deadline, with ctx alive, is the dependency's failure.
+// The breaker recipe decides on the Reason: Canceled only when the caller
+// cancelled ctx; running out of time, whether Do gave up ahead of ctx's
+// deadline or an attempt hung until it, is the dependency's failure.
 func TestBreakerDecidesOnReason(t *testing.T) {
 	unavailable := func(context.Context) error { return errUnavailable }
 	tests := []struct {
@@ -26,6 +26,8 @@ func TestBreakerDecidesOnReason(t *testing.T) {
 		{"Permanent", background, retry.Policy{}, func(context.Context) error { return retry.Permanent(errUnavailable) }, false, false},
 		{"out of attempts", background, retry.Policy{MaxAttempts: 2, BaseDelay: time.Nanosecond}, unavailable, false, true},
 		{"next wait past ctx's deadline, ctx alive", withTimeout(time.Hour), retry.Policy{BaseDelay: 2 * time.Hour}, unavailable, false, true},
+		{"hung until ctx's deadline", withTimeout(20 * time.Millisecond), retry.Policy{},
+			func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, false, true},
 		{"the caller left", background, retry.Policy{}, unavailable, true, false},
 	}
 	for _, tt := range tests {

@@ -26,9 +26,11 @@ const tokenScale = 1_000_000
 // Each Do call with the Budget in its Policy deposits ratio tokens, up to
 // a balance of burst. Each retry takes one token when Do has decided to
 // retry: after the attempt limit, the deadlines and any hint have allowed
-// the wait, before OnRetry and the wait. The token is given back if the
-// retry does not happen after all, because ctx ended during the wait,
-// the Sleeper failed, or a deadline passed meanwhile. When less than one
+// the wait, before OnRetry and the wait. A retry happens when fn is
+// called again; until then the token is given back if Do stops instead,
+// because ctx ended during the wait, the Sleeper failed or a deadline
+// passed meanwhile, or if a panic in OnRetry, the Sleeper or the Clock
+// unwinds Do. A panic in that next call of fn keeps it. When less than one
 // token is left, Do gives up at once with ErrBudgetExhausted. So retries
 // number at most ratio × calls + burst, whatever the failure rate.
 //

@@ -315,41 +315,74 @@ func TestBudgetMetByCallsFailingOnce(t *testing.T) {
 	}
 }
 
-// The token of a retry that does not happen is given
-// back.
+// The token of a retry is given back when the retry does not happen:
+// when ctx ends the wait, the Sleeper fails, or a panic in OnRetry, the
+// Sleeper or the Clock unwinds Do before fn is called again. The panic
+// reaches the caller as it was, and OnDone is not called. A retry that
+// happens keeps its token, even if fn then panics.
 func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 	errSleep := errors.New("sleeper broke")
+	panicky := func(context.Context, time.Duration) error { panic(errSleep) }
 	tests := []struct {
-		name    string
-		sleeper func(cancel context.CancelFunc) Sleeper
-		reason  Reason
+		name   string
+		p      func(cancel context.CancelFunc) Policy
+		fn     func(context.Context) error
+		tokens float64 // of 2
+		panics bool
 	}{
-		{"ctx cancelled during the wait", func(cancel context.CancelFunc) Sleeper {
-			return SleeperFunc(func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() })
-		}, Canceled},
-		{"the Sleeper failed", func(context.CancelFunc) Sleeper {
-			return SleeperFunc(func(context.Context, time.Duration) error { return errSleep })
-		}, SleepFailed},
+		{"ctx cancelled during the wait", func(cancel context.CancelFunc) Policy {
+			return Policy{Sleeper: SleeperFunc(func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() })}
+		}, failOnce, 2, false},
+		{"the Sleeper failed", func(context.CancelFunc) Policy {
+			return Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}
+		}, failOnce, 2, false},
+		{"the Sleeper panicked", func(context.CancelFunc) Policy { return Policy{Sleeper: SleeperFunc(panicky)} }, failOnce, 2, true},
+		{"OnRetry panicked", func(context.CancelFunc) Policy {
+			return Policy{OnRetry: func(context.Context, int, error, time.Duration) { panic(errSleep) }}
+		}, failOnce, 2, true},
+		{"the Clock panicked after the wait", func(context.CancelFunc) Policy {
+			reads := 0
+			return Policy{Timeout: time.Hour, Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return nil }),
+				Clock: ClockFunc(func() time.Time {
+					if reads++; reads == 3 { // the start, the failure, then the end of the wait
+						panic(errSleep)
+					}
+					return time.Now()
+				})}
+		}, failOnce, 2, true},
+		{"fn panicked on the retry", func(context.CancelFunc) Policy {
+			return Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return nil })}
+		}, func() func(context.Context) error {
+			calls := 0
+			return func(context.Context) error {
+				if calls++; calls > 1 {
+					panic(errSleep)
+				}
+				return errBoom
+			}
+		}(), 1, true},
+		{"the retry happened", func(context.CancelFunc) Policy { return newFakeTime().with(Policy{}) }, (&flaky{n: 1, err: errBoom}).call, 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := NewBudget(0, 2)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			err := Do(ctx, failOnce, Policy{Budget: b, Sleeper: tt.sleeper(cancel)})
-			var re *RetryExhausted
-			if !errors.As(err, &re) || re.Reason != tt.reason {
-				t.Fatalf("Do() = %v; want %v", err, tt.reason)
+			p := tt.p(cancel)
+			p.Budget = b
+			done := false
+			p.OnDone = func(context.Context, int, time.Duration, error) { done = true }
+			var recovered any
+			func() {
+				defer func() { recovered = recover() }()
+				Do(ctx, tt.fn, p)
+			}()
+			if got := b.Tokens(); got != tt.tokens {
+				t.Errorf("Tokens() = %v; want %v", got, tt.tokens)
 			}
-			if got := b.Tokens(); got != 2 {
-				t.Errorf("Tokens() after a retry that did not happen = %v; want 2, the token given back", got)
+			if tt.panics && (recovered != errSleep || done) {
+				t.Errorf("recovered %v, OnDone called %v; want %v, false", recovered, done, errSleep)
 			}
 		})
-	}
-	// a retry that happens keeps its token
-	b := NewBudget(0, 2)
-	Do(context.Background(), (&flaky{n: 1, err: errBoom}).call, newFakeTime().with(Policy{Budget: b}))
-	if got := b.Tokens(); got != 1 {
-		t.Errorf("Tokens() after one retry = %v; want 1", got)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The edges that a trial in real services and an outside review hit: no
@@ -183,9 +185,9 @@ func TestCanceledWinsWhenCtxIsDone(t *testing.T) {
 	assertCanceled(t, err, context.Canceled, 1)
 }
 
-// The message is one line for any line break, its
-// durations are rounded for reading, and HintTooLong names the hint and
-// the limit it broke.
+// The message is one line that a terminal shows as it is, its durations
+// are rounded for reading without invented digits, and HintTooLong names
+// the hint and the limit it broke.
 func TestErrorMessageReadsWell(t *testing.T) {
 	tests := []struct {
 		name string
@@ -206,12 +208,22 @@ func TestErrorMessageReadsWell(t *testing.T) {
 			"retry: gave up after 2 attempts in 1.29s (max attempts reached)"},
 		{"rounded up", &RetryExhausted{Attempts: 2, Elapsed: 1295000000, Reason: MaxAttemptsReached},
 			"retry: gave up after 2 attempts in 1.3s (max attempts reached)"},
-		{"minutes rounded", &RetryExhausted{Attempts: 2, Elapsed: 83456 * time.Millisecond, Reason: MaxAttemptsReached},
-			"retry: gave up after 2 attempts in 1m23.5s (max attempts reached)"},
+		{"minutes rounded to the second", &RetryExhausted{Attempts: 2, Elapsed: 83456 * time.Millisecond, Reason: MaxAttemptsReached},
+			"retry: gave up after 2 attempts in 1m23s (max attempts reached)"},
+		{"hours rounded to the second", &RetryExhausted{Attempts: 2, Elapsed: 48*time.Hour + 499*time.Millisecond, Reason: MaxAttemptsReached},
+			"retry: gave up after 2 attempts in 48h0m0s (max attempts reached)"},
+		{"just below a minute", &RetryExhausted{Attempts: 2, Elapsed: 59940 * time.Millisecond, Reason: MaxAttemptsReached},
+			"retry: gave up after 2 attempts in 59.9s (max attempts reached)"},
 		{"µs kept", &RetryExhausted{Attempts: 2, Elapsed: 999, Reason: MaxAttemptsReached},
 			"retry: gave up after 2 attempts in 999ns (max attempts reached)"},
 		{"the longest", &RetryExhausted{Attempts: 2, Elapsed: math.MaxInt64, Reason: MaxAttemptsReached},
-			"retry: gave up after 2 attempts in 2561111h6m40s (max attempts reached)"},
+			"retry: gave up after 2 attempts in 2562047h47m16s (max attempts reached)"},
+		{"vertical breaks", &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New("a\vb\fc\u0085d\u2028e\u2029f")},
+			"retry: gave up after 2 attempts in 0s (max attempts reached): a; b; c; d; e; f"},
+		{"control characters escaped, tab kept", &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New("\x1b[31mred\x00\x7f\u009b\tx")},
+			`retry: gave up after 2 attempts in 0s (max attempts reached): \x1b[31mred\x00\x7f\u009b` + "\tx"},
+		{"bytes that are not UTF-8 escaped", &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New("a\xffb\xe2\x80c\u00e9")},
+			`retry: gave up after 2 attempts in 0s (max attempts reached): a\xffb\xe2\x80c` + "\u00e9"},
 		{"DeadlineReached without the detail", &RetryExhausted{Attempts: 2, Reason: DeadlineReached, Cause: context.DeadlineExceeded},
 			"retry: gave up after 2 attempts in 0s (deadline reached: context deadline exceeded)"},
 		{"HintTooLong without the detail", &RetryExhausted{Attempts: 1, Reason: HintTooLong},
@@ -223,6 +235,19 @@ func TestErrorMessageReadsWell(t *testing.T) {
 				t.Errorf("Error() = %q; want %q", got, tt.want)
 			}
 		})
+	}
+	// Every rune from U+0000 to U+2FFF, and every byte alone: whatever fn's
+	// error says, Error() is valid UTF-8 with no control character but tab.
+	var msg strings.Builder
+	for r := rune(0); r < 0x3000; r++ {
+		msg.WriteRune(r)
+	}
+	for b := 0; b < 256; b++ {
+		msg.WriteByte(byte(b))
+	}
+	got := (&RetryExhausted{Attempts: 1, Last: errors.New(msg.String())}).Error()
+	if !utf8.ValidString(got) || strings.ContainsFunc(got, func(r rune) bool { return r != '\t' && unicode.IsControl(r) }) {
+		t.Errorf("Error() of a message with every control character = %q; want valid UTF-8 with no control character but tab", got)
 	}
 }
 

@@ -2,28 +2,31 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // RetryExhausted is the error Do returns when it stops trying although fn's
 // last error was not final: out of attempts, out of time, out of budget, a
-// hint too long, the Sleeper failed, or ctx is done (whatever fn returned).
-// It says how many attempts ran, for how long, why Do stopped, and what
-// failed last.
+// hint too long, the Sleeper failed, or ctx was cancelled (whatever fn
+// returned). It says how many attempts ran, for how long, why Do stopped,
+// and what failed last.
 //
 // errors.Is and errors.As reach both Last and Cause through it, so
 // errors.Is(err, context.Canceled) and errors.As(err, &myErr) work as if
-// the wrapping were not there. Every DeadlineReached has
-// context.DeadlineExceeded as its Cause, whichever deadline it was, so
+// the wrapping were not there. The Cause of every DeadlineReached reaches
+// context.DeadlineExceeded, whichever deadline it was, so
 // errors.Is(err, context.DeadlineExceeded) holds for all of them.
 type RetryExhausted struct {
 	Attempts int           // calls of fn made, the first included
 	Elapsed  time.Duration // from Do's call to giving up, on Policy.Clock
 	Last     error         // the last error fn returned
 	Reason   Reason        // why Do stopped
-	Cause    error         // what stopped it from outside: ctx's or the Sleeper's error, context.DeadlineExceeded, ErrBudgetExhausted, or nil
+	Cause    error         // what stopped it from outside: ctx's error and cause, the Sleeper's error, context.DeadlineExceeded, ErrBudgetExhausted, or nil
 
 	// For the message: the wait or hint that broke a limit (0 if a
 	// deadline had passed), the limit, and its name.
@@ -34,10 +37,13 @@ type RetryExhausted struct {
 // Error returns one line that starts with "retry: " and names the
 // attempts, the elapsed time, the reason and what stopped Do (the
 // deadline, the wait and the time left, the hint and the limit it broke,
-// or Cause), and the last error. Line breaks in those errors' messages
-// ("\n", "\r\n" or "\r"), such as errors.Join puts between errors, become
-// "; ", so that a log line stays one line. Durations are rounded to three
-// significant digits for reading; the Elapsed field stays exact.
+// or Cause), and the last error. A terminal shows it as it is: each line
+// break in those errors' messages ("\r\n", "\r", "\n", "\v", "\f", U+0085,
+// U+2028 or U+2029), such as errors.Join puts between errors, becomes
+// "; ", and any other control character but tab, or a byte that is not
+// UTF-8, is written as a Go escape such as \x1b. Durations below a minute
+// are rounded to three significant digits, longer ones to the second; the
+// Elapsed field stays exact.
 func (e *RetryExhausted) Error() string {
 	s := "retry: gave up after " + strconv.Itoa(e.Attempts) + " attempt"
 	if e.Attempts != 1 {
@@ -47,12 +53,39 @@ func (e *RetryExhausted) Error() string {
 	if e.Last != nil {
 		s += ": " + e.Last.Error()
 	}
-	return lineBreaks.Replace(s)
+	return oneLine(s)
 }
 
-// lineBreaks turns each line break into "; "; "\r\n" comes first, so that
-// it is one break, not two.
-var lineBreaks = strings.NewReplacer("\r\n", "; ", "\r", "; ", "\n", "; ")
+// oneLine turns each line break in s into "; ", "\r\n" as one, and
+// escapes every other control character but tab, and every byte that is
+// not UTF-8, as strconv.Quote would.
+func oneLine(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case strings.HasPrefix(s[i:], "\r\n"):
+			b.WriteString("; ")
+			n = 2
+		case strings.ContainsRune("\r\n\v\f\u0085\u2028\u2029", r):
+			b.WriteString("; ")
+		case r == utf8.RuneError && n == 1, r != '\t' && unicode.IsControl(r):
+			q := strconv.Quote(s[i : i+n])
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// The names of the limits a wait can break, for the message.
+const (
+	maxDelayName    = "MaxDelay"
+	timeoutName     = "Policy.Timeout"
+	ctxDeadlineName = "ctx's deadline"
+)
 
 // why returns the reason, and what stopped Do.
 func (e *RetryExhausted) why() string {
@@ -62,7 +95,11 @@ func (e *RetryExhausted) why() string {
 	case e.limitName == maxDelayName:
 		return why + ": " + wait + ", above MaxDelay " + limit
 	case e.limitName != "" && e.wait == 0:
-		return why + ": " + e.limitName + " passed"
+		why += ": " + e.limitName + " passed"
+		if c, ok := e.Cause.(*causeError); ok { // the cause given with context.WithDeadlineCause
+			why += ": " + c.cause.Error()
+		}
+		return why
 	case e.limitName != "" && e.Reason == DeadlineReached:
 		return why + ": next wait " + wait + ", with " + limit + " left before " + e.limitName
 	case e.limitName != "": // a hint
@@ -73,9 +110,16 @@ func (e *RetryExhausted) why() string {
 	return why
 }
 
-// round rounds d to three significant digits, for reading: 285ms, not
-// 285.353606ms.
+// round rounds d for reading: below a minute to three significant digits
+// (285ms, not 285.353606ms), from a minute up to the second, where more
+// digits would be invented ones.
 func round(d time.Duration) time.Duration {
+	if d >= time.Minute {
+		if r := d.Round(time.Second); r%time.Second == 0 {
+			return r
+		}
+		return d.Truncate(time.Second) // Round saturated at the longest Duration
+	}
 	unit := time.Duration(1)
 	for x := d / 1000; x != 0; x /= 10 {
 		unit *= 10
@@ -107,18 +151,20 @@ type Reason int
 const (
 	// MaxAttemptsReached means fn was called Policy.MaxAttempts times.
 	MaxAttemptsReached Reason = iota + 1
-	// DeadlineReached means that, while ctx was not done, Policy.Timeout
-	// or ctx's deadline (measured on Policy.Clock) had passed when fn
-	// failed or when the wait for the next attempt ended, or that the next
-	// wait would not have ended before it. Cause is
-	// context.DeadlineExceeded, whichever deadline it was; the message
-	// names the deadline and, for a wait that did not fit, the wait and
-	// the time left.
+	// DeadlineReached means the call ran out of time: Policy.Timeout or
+	// ctx's deadline passed, during fn, during a wait or in a Sleeper that
+	// returned late, or the next wait would not have ended before it,
+	// whether Do saw it coming on Policy.Clock or ctx's own timer fired
+	// first. Cause reaches context.DeadlineExceeded, and the cause given
+	// with context.WithDeadlineCause; the message names the deadline and,
+	// for a wait that did not fit, the wait and the time left.
 	DeadlineReached
-	// Canceled means ctx was done (or its Done channel closed) when Do
-	// stopped: it is the Reason if and only if that is so, whatever else
-	// stopped Do. Cause is ctx's error, which also wraps the cause given to
-	// a context.CancelCauseFunc.
+	// Canceled means ctx was cancelled: its Err was an error other than
+	// context.DeadlineExceeded, such as context.Canceled, or its Done
+	// channel closed while Err was nil. When ctx is done as Do stops, it is
+	// DeadlineReached or Canceled, whatever else stopped Do. Cause is ctx's
+	// error, which also reaches the cause given to a
+	// context.CancelCauseFunc.
 	Canceled
 	// HintTooLong means fn's error asked, through a RetryAfter method, for
 	// a wait longer than MaxDelay or one that would not end before a
@@ -135,7 +181,7 @@ const (
 var reasons = [...]string{
 	MaxAttemptsReached: "max attempts reached",
 	DeadlineReached:    "deadline reached",
-	Canceled:        "canceled",
+	Canceled:           "canceled",
 	HintTooLong:        "retry-after hint too long",
 	SleepFailed:        "sleep failed",
 	BudgetExhausted:    "retry budget exhausted",
@@ -203,17 +249,25 @@ func find(err error, match func(error) bool) bool {
 	return false
 }
 
-// ctxCause returns why ctx is done: its error, joined with the cause it
-// was cancelled with, if any, so that errors.Is reaches both.
-func ctxCause(ctx context.Context) error {
+var errBrokenCtx = errors.New("retry: ctx.Done was closed while ctx.Err was nil")
+
+// interrupted says why ctx stopped Do: DeadlineReached when its deadline
+// passed, Canceled for any other end, whoever noticed it first. Cause is
+// ctx's error, joined with the cause ctx was given, if any, so that
+// errors.Is reaches both.
+func interrupted(ctx context.Context) *RetryExhausted {
 	err := ctx.Err()
 	if err == nil {
-		return errBrokenCtx
+		err = errBrokenCtx
 	}
-	if cause := context.Cause(ctx); cause != nil && cause != err {
-		return &causeError{err, cause}
+	cause := err
+	if c := context.Cause(ctx); c != nil && c != err {
+		cause = &causeError{err, c}
 	}
-	return err
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &RetryExhausted{Reason: DeadlineReached, Cause: cause, limitName: ctxDeadlineName}
+	}
+	return &RetryExhausted{Reason: Canceled, Cause: cause}
 }
 
 // causeError is ctx's error with the cause ctx was cancelled with.

@@ -59,13 +59,13 @@ func callThroughBreaker(ctx context.Context, b *breaker, p retry.Policy, fn func
 }
 
 // dependencyFailed reports whether err says that the dependency is
-// unhealthy: Do retried, and the failures went on until it gave up. The
-// caller's own cancellation says nothing about it (Reason Canceled, which
-// Do gives if and only if ctx was done), and neither does a request that
-// it rightly refused (a Permanent error, such as a 4xx): the breaker counts
-// both as a success, as gobreaker's IsSuccessful lets you choose. A
-// deadline that ended the retries while ctx was alive (DeadlineReached)
-// counts as a failure: the dependency did not answer in time.
+// unhealthy: Do retried, and the failures went on until it gave up, or
+// the call ran out of time (DeadlineReached), whether Do saw the deadline
+// coming or an attempt hung until ctx's deadline, as gRPC clients count
+// DEADLINE_EXCEEDED. The caller's own cancellation (Canceled) says nothing
+// about the dependency, and neither does a request that it rightly refused
+// (a Permanent error, such as a 4xx): the breaker counts both as a
+// success, as gobreaker's IsSuccessful lets you choose.
 func dependencyFailed(err error) bool {
 	re, gaveUp := err.(*retry.RetryExhausted) // Do returns it unwrapped
 	return gaveUp && re.Reason != retry.Canceled

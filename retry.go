@@ -19,7 +19,6 @@ import (
 var (
 	errNilContext = errors.New("retry: nil context")
 	errNilFunc    = errors.New("retry: nil fn")
-	errBrokenCtx  = errors.New("retry: ctx.Done was closed while ctx.Err was nil")
 )
 
 // Do calls fn until it succeeds, fails with an error that must not be
@@ -46,9 +45,9 @@ var (
 // retry. It then returns a *RetryExhausted that reaches fn's last error
 // through errors.Is and errors.As. A ctx that is done and a deadline that
 // has passed are checked before p.IsRetryable is asked, and fn is never
-// called once either is so: RetryExhausted.Reason is Canceled if and
-// only if ctx was done when Do stopped, and DeadlineReached if a deadline
-// ended the call while ctx was not done.
+// called once either is so. When ctx is done as Do stops, whatever else
+// stopped it, RetryExhausted.Reason is DeadlineReached if ctx's deadline
+// passed and Canceled if ctx was cancelled.
 //
 // Do tells the time by p.Clock: p.Timeout runs from the call of Do, and
 // ctx's deadline is the instant it names. The ctx that fn receives ends at
@@ -102,8 +101,8 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		switch {
 		case err == nil:
 			return p.done(ctx, attempt, r.elapsed(), nil)
-		case ctx.Err() != nil: // the caller is gone: whatever fn said, stop
-			return r.giveUp(ctx, stopped(Canceled, ctxCause(ctx)), attempt, err)
+		case ctx.Err() != nil: // the caller is gone or out of time: whatever fn said, stop
+			return r.giveUp(ctx, interrupted(ctx), attempt, err)
 		case isPermanent(err):
 			return p.done(ctx, attempt, r.elapsed(), err)
 		}
@@ -163,13 +162,6 @@ type run struct {
 
 // forever stands for the time left when there is no deadline.
 const forever = time.Duration(math.MaxInt64)
-
-// The names of the limits a wait can break, for RetryExhausted's message.
-const (
-	maxDelayName    = "MaxDelay"
-	timeoutName     = "Policy.Timeout"
-	ctxDeadlineName = "ctx's deadline"
-)
 
 // begin reads the clock for the start of the run, and picks the nearer
 // deadline: both are fixed instants on Clock, so the nearer one stays
@@ -241,9 +233,6 @@ func (r *run) backoff(attempt int, err error) (time.Duration, *RetryExhausted) {
 	if stop := r.fit(wait, hint); stop != nil {
 		return 0, stop
 	}
-	if r.p.Budget != nil && !r.p.Budget.spend() {
-		return 0, stopped(BudgetExhausted, ErrBudgetExhausted)
-	}
 	return wait, nil
 }
 
@@ -254,18 +243,31 @@ func (r *run) fit(wait, hint time.Duration) *RetryExhausted {
 	switch { // in this order: a hint, which the server asked for, wins over the jitter
 	case hint > r.p.MaxDelay:
 		return overrun(HintTooLong, hint, r.p.MaxDelay, maxDelayName)
-	case hint >= r.left:
+	case r.bounded && hint >= r.left:
 		return overrun(HintTooLong, hint, r.left, r.limitName())
-	case wait >= r.left:
+	case r.bounded && wait >= r.left:
 		return overrun(DeadlineReached, wait, r.left, r.limitName())
 	}
 	return nil
 }
 
-// pause calls OnRetry, waits until the wait chosen for the attempt ends,
-// and checks that the deadline did not pass meanwhile. The end was fixed
-// when the wait was chosen, so time spent in OnRetry counts against it.
+// pause takes a Budget token for the retry, calls OnRetry, waits until the
+// wait chosen for the attempt ends, and checks that the deadline did not
+// pass meanwhile. The end was fixed when the wait was chosen, so time
+// spent in OnRetry counts against it.
 func (r *run) pause(ctx context.Context, attempt int, err error, wait time.Duration) *RetryExhausted {
+	refund := false // whether a Budget token was taken for a retry that has not happened
+	defer func() {  // deferred, so that a panic in OnRetry, the Sleeper or the Clock gives it back too
+		if refund {
+			r.p.Budget.refund()
+		}
+	}()
+	if r.p.Budget != nil {
+		if !r.p.Budget.spend() {
+			return stopped(BudgetExhausted, ErrBudgetExhausted)
+		}
+		refund = true
+	}
 	if r.p.OnRetry != nil {
 		before := r.p.now()
 		r.p.OnRetry(ctx, attempt, err, wait)
@@ -275,9 +277,7 @@ func (r *run) pause(ctx context.Context, attempt int, err error, wait time.Durat
 	if stop == nil { // a slow OnRetry or a late Sleeper may have run past the deadline
 		stop = r.measure()
 	}
-	if stop != nil && r.p.Budget != nil {
-		r.p.Budget.refund() // the retry that the token paid for will not happen
-	}
+	refund = refund && stop != nil // with no stop, fn is called next: the retry happens
 	return stop
 }
 
@@ -292,7 +292,7 @@ func (r *run) sleep(ctx context.Context, d time.Duration) *RetryExhausted {
 		ended = r.timer.sleep(ctx, d)
 	}
 	if ended || ctx.Err() != nil { // ended with Err nil: ctx broke its contract; stop all the same
-		return stopped(Canceled, ctxCause(ctx))
+		return interrupted(ctx)
 	}
 	if err != nil {
 		return stopped(SleepFailed, err)
@@ -303,8 +303,8 @@ func (r *run) sleep(ctx context.Context, d time.Duration) *RetryExhausted {
 // giveUp fills in stop with what the run did, and returns it through
 // Policy.done.
 func (r *run) giveUp(ctx context.Context, stop *RetryExhausted, attempts int, last error) error {
-	if stop.Reason != Canceled && ctx.Err() != nil { // Canceled if and only if ctx is done
-		stop = stopped(Canceled, ctxCause(ctx))
+	if ctx.Err() != nil { // the caller's state wins over whatever else stopped Do
+		stop = interrupted(ctx)
 	}
 	stop.Attempts, stop.Last, stop.Elapsed = attempts, last, r.since(r.p.now())
 	return r.p.done(ctx, attempts, stop.Elapsed, stop)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -184,7 +185,7 @@ func TestReasonString(t *testing.T) {
 	for r, want := range map[Reason]string{
 		MaxAttemptsReached:  "max attempts reached",
 		DeadlineReached:     "deadline reached",
-		Canceled:         "canceled",
+		Canceled:            "canceled",
 		HintTooLong:         "retry-after hint too long",
 		SleepFailed:         "sleep failed",
 		BudgetExhausted:     "retry budget exhausted",
@@ -911,23 +912,148 @@ func TestHintRaisesOneWait(t *testing.T) {
 	}
 }
 
-// TestCancelCause: errors.Is reaches ctx's error and its cause.
-func TestCancelCause(t *testing.T) {
-	errShutdown := errors.New("shutting down")
-	ctx, cancel := context.WithCancelCause(context.Background())
-	p := Policy{Sleeper: SleeperFunc(func(ctx context.Context, d time.Duration) error {
-		cancel(errShutdown) // as if the server shut down during the wait
-		return ctx.Err()
-	})}
-	err := Do(ctx, failOnce, p)
-	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != Canceled || !errors.Is(err, context.Canceled) || !errors.Is(err, errShutdown) || !errors.Is(err, errBoom) {
-		t.Fatalf("Do() = %v; want Canceled reaching context.Canceled, the cause and the last error", err)
+// When ctx is done as Do stops, the Reason says how: DeadlineReached when
+// its deadline passed, Canceled otherwise, whatever else stopped Do, and
+// Cause reaches the cause that ctx was given. OnDone sees the same error.
+func TestCtxDoneReason(t *testing.T) {
+	errShutdown, errSlow := errors.New("shutting down"), errors.New("too slow")
+	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	type call struct {
+		ctx    context.Context
+		cancel func()
 	}
-	if want := "(canceled: context canceled: shutting down): boom"; !strings.HasSuffix(err.Error(), want) {
-		t.Errorf("Do().Error() = %q; want it to end with %q", err, want)
+	cancelled := func() call {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		return call{ctx, func() { cancel(errShutdown) }}
+	}
+	timed := func() call {
+		ctx, cancel := context.WithDeadlineCause(context.Background(), time.Now().Add(20*time.Millisecond), errSlow)
+		return call{ctx, cancel}
+	}
+	tests := []struct {
+		name   string
+		call   func() call
+		p      func(c call) Policy
+		fn     func(c call) func(context.Context) error
+		reason Reason
+		reach  []error
+		suffix string
+	}{
+		{"cancelled during fn", cancelled, func(call) Policy { return Policy{} },
+			func(c call) func(context.Context) error {
+				return func(context.Context) error { c.cancel(); return errBoom }
+			}, Canceled, []error{context.Canceled, errShutdown, errBoom}, "(canceled: context canceled: shutting down): boom"},
+		{"cancelled during the wait", cancelled,
+			func(c call) Policy {
+				return Policy{Sleeper: SleeperFunc(func(ctx context.Context, d time.Duration) error { c.cancel(); return ctx.Err() })}
+			},
+			func(call) func(context.Context) error { return failOnce }, Canceled, []error{context.Canceled, errShutdown, errBoom}, "(canceled: context canceled: shutting down): boom"},
+		{"cancelled in IsRetryable, on the last attempt", cancelled,
+			func(c call) Policy {
+				return Policy{MaxAttempts: 1, IsRetryable: func(error) bool { c.cancel(); return true }}
+			},
+			func(call) func(context.Context) error { return failOnce }, Canceled, []error{context.Canceled, errBoom}, "(canceled: context canceled: shutting down): boom"},
+		{"cancelled in the Jitter, with a hint too long", cancelled,
+			func(c call) Policy {
+				return Policy{MaxDelay: time.Second, Jitter: func(n int, base, max, prev time.Duration, u float64) time.Duration { c.cancel(); return 0 }}
+			},
+			func(call) func(context.Context) error {
+				return func(context.Context) error { return After(time.Hour, errBoom) }
+			}, Canceled, []error{context.Canceled, errBoom}, "(canceled: context canceled: shutting down): boom"},
+		{"cancelled in IsRetryable, with no Budget left", cancelled,
+			func(c call) Policy {
+				b := NewBudget(0, 1)
+				b.spend()
+				return Policy{Budget: b, IsRetryable: func(error) bool { c.cancel(); return true }}
+			},
+			func(call) func(context.Context) error { return failOnce }, Canceled, []error{context.Canceled, errBoom}, "(canceled: context canceled: shutting down): boom"},
+		{"fn hangs until ctx's deadline", timed, func(call) Policy { return Policy{Timeout: time.Hour} },
+			func(call) func(context.Context) error { return hang }, DeadlineReached, []error{context.DeadlineExceeded, errSlow},
+			"(deadline reached: ctx's deadline passed: too slow): context deadline exceeded"},
+		{"ctx's deadline ends the wait", timed,
+			func(call) Policy { return Policy{BaseDelay: time.Millisecond, Sleeper: SleeperFunc(sleepUntilDone)} },
+			func(call) func(context.Context) error { return failOnce }, DeadlineReached, []error{context.DeadlineExceeded, errSlow, errBoom},
+			"(deadline reached: ctx's deadline passed: too slow): boom"},
+		{"the Sleeper fails as ctx's deadline passes", timed,
+			func(call) Policy {
+				return Policy{BaseDelay: time.Millisecond, Sleeper: SleeperFunc(func(ctx context.Context, d time.Duration) error { <-ctx.Done(); return errShutdown })}
+			},
+			func(call) func(context.Context) error { return failOnce }, DeadlineReached, []error{context.DeadlineExceeded, errBoom},
+			"(deadline reached: ctx's deadline passed: too slow): boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.call()
+			defer c.cancel()
+			var done error
+			p := tt.p(c)
+			p.OnDone = func(_ context.Context, _ int, _ time.Duration, err error) { done = err }
+			err := Do(c.ctx, tt.fn(c), p)
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != tt.reason || done != err {
+				t.Fatalf("Do() = %v, OnDone got %v; want %v, the same in both", err, done, tt.reason)
+			}
+			for _, want := range tt.reach {
+				if !errors.Is(err, want) {
+					t.Errorf("Do() = %v; want it to reach %v", err, want)
+				}
+			}
+			if !strings.HasSuffix(err.Error(), tt.suffix) {
+				t.Errorf("Do().Error() = %q; want it to end with %q", err, tt.suffix)
+			}
+		})
 	}
 }
+
+// A wait that ends just before ctx's deadline races the deadline's own
+// timer. Whichever wins, the call ran out of time: every run ends
+// DeadlineReached, on real timers and the default Sleeper.
+func TestDeadlineRaceEndsDeadlineReached(t *testing.T) {
+	for range 40 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		deadline, _ := ctx.Deadline()
+		p := Policy{MaxAttempts: math.MaxInt, Jitter: func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration {
+			return max(time.Until(deadline)-200*time.Microsecond, time.Millisecond) // after the first wait, no second fits
+		}}
+		err := Do(ctx, failOnce, p)
+		cancel()
+		var re *RetryExhausted
+		if !errors.As(err, &re) || re.Reason != DeadlineReached || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Do() = %v; want DeadlineReached, reaching context.DeadlineExceeded", err)
+		}
+	}
+}
+
+// Without a deadline, only MaxDelay limits a wait or a hint: the longest
+// Duration, which ParseRetryAfter gives for a huge number of seconds, is
+// not time left.
+func TestNoDeadlineOnlyMaxDelayLimits(t *testing.T) {
+	longest, _ := ParseRetryAfter("99999999999", time.Now())
+	tests := []struct {
+		name string
+		p    Policy
+		err  error
+	}{
+		{"a hint of the longest Duration", Policy{MaxDelay: math.MaxInt64}, After(longest, errBoom)},
+		{"a wait of the longest Duration", Policy{BaseDelay: math.MaxInt64, Jitter: NoJitter}, errBoom},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			p := ft.with(tt.p)
+			p.MaxAttempts = 2
+			err := Do(context.Background(), func(context.Context) error { return tt.err }, p)
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != MaxAttemptsReached || !slices.Equal(ft.Waits(), []time.Duration{math.MaxInt64}) {
+				t.Errorf("Do() = %v after waits %v; want MaxAttemptsReached after one wait of %v", err, ft.Waits(), time.Duration(math.MaxInt64))
+			}
+		})
+	}
+}
+
+// sleepUntilDone is a Sleeper that waits until ctx is done, however short
+// d is.
+func sleepUntilDone(ctx context.Context, d time.Duration) error { <-ctx.Done(); return ctx.Err() }
 
 // brokenCtx breaks the Context contract: Done is closed, Err is nil.
 type brokenCtx struct{ context.Context }
