@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -32,19 +33,25 @@ func busy(t *testing.T, n int32) *httptest.Server {
 }
 
 func TestGetOnFakeTime(t *testing.T) {
-	srv := busy(t, 2)
-	ft := &fakeTime{now: time.Now()} // not a fixed date: Do measures ctx's deadline on Clock
-	p := retry.Policy{Clock: ft, Sleeper: ft}
-
-	body, err := getBody(context.Background(), srv.Client(), srv.URL, p)
-	if string(body) != "ok" || err != nil {
-		t.Fatalf("getBody() = %q, %v; want ok", body, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	_, err = getBody(ctx, srv.Client(), busy(t, 2).URL, p)
-	if err == nil {
-		t.Errorf("getBody() with a 3s ctx = nil; want an error: 2s and 2s do not fit in 3s")
+	for _, tt := range []struct {
+		timeout time.Duration
+		want    string
+	}{
+		{3 * time.Second, "retry: gave up after 2 attempts in 2s (retry-after hint too long"}, // 2s and 2s do not fit in 3s
+		{5 * time.Second, "ok"},
+	} {
+		srv := busy(t, 2)
+		ft := &fakeTime{now: time.Now()} // one per call, from time.Now(): Do measures ctx's deadline on Clock
+		ctx, cancel := context.WithTimeout(context.Background(), tt.timeout)
+		defer cancel()
+		body, err := getBody(ctx, srv.Client(), srv.URL, retry.Policy{Clock: ft, Sleeper: ft})
+		got := string(body)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.HasPrefix(got, tt.want) {
+			t.Errorf("getBody() with a %v ctx = %q; want %q", tt.timeout, got, tt.want)
+		}
 	}
 }
 
