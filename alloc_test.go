@@ -46,23 +46,3 @@ func TestNoAllocationOnTheHotPath(t *testing.T) {
 		}
 	}
 }
-
-func TestTimerAllocationsDoNotGrowWithWaits(t *testing.T) {
-	ctx := context.Background()
-	allocs := func(waits int) float64 {
-		p := Policy{MaxAttempts: waits + 1, BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond}
-		return testing.AllocsPerRun(20, func() {
-			calls := 0
-			Do(ctx, func(context.Context) error {
-				if calls++; calls <= waits {
-					return errBoom
-				}
-				return nil
-			}, p)
-		})
-	}
-	one, ten := allocs(1), allocs(10)
-	if one != ten || one > 3 {
-		t.Errorf("allocations with 1 and 10 waits = %v, %v; want the same, at most 3 (those of one time.NewTimer)", one, ten)
-	}
-}

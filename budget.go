@@ -75,20 +75,13 @@ func NewBudget(ratio float64, burst int) *Budget {
 // errNotNewBudget is why a Budget that NewBudget did not make is invalid.
 var errNotNewBudget = fmt.Errorf("%w: Budget was not made by NewBudget; make one with NewBudget(ratio, burst)", ErrInvalidPolicy)
 
-// validate returns nil if b can be used: made by NewBudget with good
-// arguments, or nil, meaning no budget. Otherwise it returns why
-// NewBudget rejected the arguments, or errNotNewBudget for a Budget with
-// no capacity, which NewBudget never makes.
-func (b *Budget) validate() error {
-	switch {
-	case b == nil:
-		return nil
-	case b.err != nil:
-		return b.err
-	case b.capacity == 0:
+// invalid returns why b cannot be used: why NewBudget rejected its
+// arguments, or errNotNewBudget for a Budget that NewBudget did not make.
+func (b *Budget) invalid() error {
+	if b.err == nil && b.capacity == 0 {
 		return errNotNewBudget
 	}
-	return nil
+	return b.err
 }
 
 // Tokens returns the balance; each retry needs one whole token. A nil

@@ -316,7 +316,7 @@ func TestHalfSetPolicy(t *testing.T) {
 				t.Fatalf("Validate() = %v; want nil", err)
 			}
 			q := tt.p
-			q.fillDefaults()
+			q.prepare()
 			if q.BaseDelay != tt.base || q.MaxDelay != tt.max {
 				t.Errorf("BaseDelay, MaxDelay = %v, %v; want %v, %v", q.BaseDelay, q.MaxDelay, tt.base, tt.max)
 			}

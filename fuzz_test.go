@@ -111,7 +111,7 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 		p.Budget = NewBudget(0.5, 1) // full at 1 token; the deposit is capped
 	}
 	q := p
-	q.fillDefaults()
+	q.prepare()
 	valid := p.MaxAttempts >= 0 && p.BaseDelay >= 0 && p.MaxDelay >= 0 && p.Timeout >= 0 && q.MaxDelay >= q.BaseDelay
 	var waitErr string
 	p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {

@@ -1,6 +1,9 @@
 package retry
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Jitter chooses the wait before a retry. It must be a pure function of
 // its arguments, so that it can be tested at chosen values of u and shared
@@ -45,7 +48,8 @@ func EqualJitter(n int, base, max, prev time.Duration, u float64) time.Duration 
 // p = max(prev, base): each wait grows from the previous one rather than
 // from n, and lies in [base, max]. It is the default Jitter of Policy.
 func DecorrelatedJitter(n int, base, max, prev time.Duration, u float64) time.Duration {
-	base, max = bounds(base, max)
+	max = clamp(max, 0, math.MaxInt64)
+	base = clamp(base, 0, max)
 	p := float64(base)
 	if prev > base {
 		p = float64(prev)
@@ -59,7 +63,8 @@ func DecorrelatedJitter(n int, base, max, prev time.Duration, u float64) time.Du
 
 // expo returns min(base·2ⁿ, max) without overflow.
 func expo(n int, base, max time.Duration) time.Duration {
-	base, max = bounds(base, max)
+	max = clamp(max, 0, math.MaxInt64)
+	base = clamp(base, 0, max)
 	switch {
 	case n <= 0:
 		return base
@@ -69,14 +74,6 @@ func expo(n int, base, max time.Duration) time.Duration {
 		return max
 	}
 	return base << n
-}
-
-// bounds clamps base and max to 0 ≤ base ≤ max.
-func bounds(base, max time.Duration) (time.Duration, time.Duration) {
-	if max < 0 {
-		max = 0
-	}
-	return clamp(base, 0, max), max
 }
 
 // scale returns u·d for u in [0, 1], never above d.

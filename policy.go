@@ -127,49 +127,14 @@ var ErrInvalidPolicy = errors.New("retry: invalid policy")
 // SleeperFunc, or a Budget that NewBudget rejected. A MaxDelay set below a
 // BaseDelay that is set too is checked last. Do calls Validate itself.
 func (p Policy) Validate() error {
-	p.fillDefaults()
-	return p.validate()
+	return p.prepare()
 }
 
-// validate is Validate on a Policy with its defaults filled in, without
-// the copy of p, for Do's hot path.
-func (p *Policy) validate() error {
-	switch {
-	case p.MaxAttempts < 0:
-		return invalid("MaxAttempts is %d; want 0 (meaning %d) or more", p.MaxAttempts, DefaultMaxAttempts)
-	case p.BaseDelay < 0:
-		return invalid("BaseDelay is %v; want 0 (meaning %v) or more", p.BaseDelay, DefaultBaseDelay)
-	case p.MaxDelay < 0:
-		return invalid("MaxDelay is %v; want 0 (meaning %v) or more", p.MaxDelay, DefaultMaxDelay)
-	case p.Timeout < 0:
-		return invalid("Timeout is %v; want 0 (meaning none) or more", p.Timeout)
-	case p.AttemptTimeout < 0:
-		return invalid("AttemptTimeout is %v; want 0 (meaning none) or more", p.AttemptTimeout)
-	case isNil(p.Clock):
-		return invalid("Clock is a nil ClockFunc; want a function, or a nil Clock for the real clock")
-	case isNil(p.Sleeper):
-		return invalid("Sleeper is a nil SleeperFunc; want a function, or a nil Sleeper for the real timer")
-	}
-	if err := p.Budget.validate(); err != nil {
-		return err
-	}
-	if p.MaxDelay < p.BaseDelay { // a derived delay never contradicts the other: only two set values can
-		return invalid("MaxDelay %v is below BaseDelay %v", p.MaxDelay, p.BaseDelay)
-	}
-	return nil
-}
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidPolicy}, args...)...)
-}
-
-// fillDefaults sets every zero field of p that has a default. A zero
-// delay derives from the other one, keeping MaxDelay at least 3×BaseDelay,
-// so that DecorrelatedJitter spreads the first waits of a fleet over
+// prepare fills in p's defaults, then validates it. A zero delay derives
+// from the other one, keeping MaxDelay at least 3×BaseDelay, so that
+// DecorrelatedJitter spreads the first waits of a fleet over
 // [BaseDelay, 3×BaseDelay) and does not put part of it on the cap at once.
-// A negative field is left for validate to report. It works in place,
-// since copying a Policy is a measurable share of Do's cost.
-func (p *Policy) fillDefaults() {
+func (p *Policy) prepare() error {
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultMaxAttempts
 	}
@@ -188,42 +153,39 @@ func (p *Policy) fillDefaults() {
 	if p.Jitter == nil {
 		p.Jitter = DecorrelatedJitter
 	}
+	if p.Rand == nil {
+		p.Rand = rand.Float64
+	}
+	clock, isClockFunc := p.Clock.(ClockFunc)
+	if p.Clock == nil {
+		p.Clock = ClockFunc(time.Now)
+	}
+	sleeper, isSleeperFunc := p.Sleeper.(SleeperFunc)
+	switch {
+	case p.MaxAttempts < 0:
+		return invalid("MaxAttempts is %d; want 0 (meaning %d) or more", p.MaxAttempts, DefaultMaxAttempts)
+	case p.BaseDelay < 0:
+		return invalid("BaseDelay is %v; want 0 (meaning %v) or more", p.BaseDelay, DefaultBaseDelay)
+	case p.MaxDelay < 0:
+		return invalid("MaxDelay is %v; want 0 (meaning %v) or more", p.MaxDelay, DefaultMaxDelay)
+	case p.Timeout < 0:
+		return invalid("Timeout is %v; want 0 (meaning none) or more", p.Timeout)
+	case p.AttemptTimeout < 0:
+		return invalid("AttemptTimeout is %v; want 0 (meaning none) or more", p.AttemptTimeout)
+	case isClockFunc && clock == nil:
+		return invalid("Clock is a nil ClockFunc; want a function, or a nil Clock for the real clock")
+	case isSleeperFunc && sleeper == nil:
+		return invalid("Sleeper is a nil SleeperFunc; want a function, or a nil Sleeper for the real timer")
+	case p.Budget != nil && p.Budget.invalid() != nil:
+		return p.Budget.invalid()
+	case p.MaxDelay < p.BaseDelay: // a derived delay never contradicts the other: only two set values can
+		return invalid("MaxDelay %v is below BaseDelay %v", p.MaxDelay, p.BaseDelay)
+	}
+	return nil
 }
 
-// now reads Clock, or the real clock if there is none.
-func (p *Policy) now() time.Time {
-	if p.Clock != nil {
-		return p.Clock.Now()
-	}
-	return time.Now()
-}
-
-// rand returns Rand(), or a number from math/rand/v2 if there is no Rand.
-func (p *Policy) rand() float64 {
-	if p.Rand != nil {
-		return p.Rand()
-	}
-	return rand.Float64()
-}
-
-// done calls OnDone, if set, with what a call of Do did, and returns err.
-func (p *Policy) done(ctx context.Context, attempts int, elapsed time.Duration, err error) error {
-	if p.OnDone != nil {
-		p.OnDone(ctx, attempts, elapsed, err)
-	}
-	return err
-}
-
-// isNil reports whether x holds one of this package's adapters with a nil
-// function, which would panic when called.
-func isNil(x any) bool {
-	switch f := x.(type) {
-	case ClockFunc:
-		return f == nil
-	case SleeperFunc:
-		return f == nil
-	}
-	return false
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidPolicy}, args...)...)
 }
 
 // Clock tells the time. Do measures Policy.Timeout, ctx's deadline and

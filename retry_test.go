@@ -706,10 +706,26 @@ func seqRand(seed uint64) func() float64 {
 	return rand.New(rand.NewPCG(seed, 0)).Float64
 }
 
+// TestOneRetry is Do's path on the zero Policy when fn fails once and then
+// succeeds; issue 22 counts the functions it enters with
+// go test -run '^TestOneRetry$' -coverprofile=c.out . && go tool cover -func=c.out.
+func TestOneRetry(t *testing.T) {
+	calls := 0
+	err := Do(context.Background(), func(context.Context) error {
+		if calls++; calls == 1 {
+			return errors.New("x")
+		}
+		return nil
+	}, Policy{})
+	if err != nil || calls != 2 {
+		t.Errorf("Do() = %v after %d calls; want nil after 2", err, calls)
+	}
+}
+
 // TestClockReads: the clock is read once at the start, then only where a
-// deadline or the final error needs it. With a deadline, the reading after
-// each wait serves both the check that no deadline has passed and the
-// next attempt's ctx.
+// deadline, a hook or the final error needs it. With a deadline, the
+// reading after each wait serves both the check that no deadline has
+// passed and the next attempt's ctx.
 func TestClockReads(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -721,9 +737,9 @@ func TestClockReads(t *testing.T) {
 		{"success", 0, Policy{}, 0, 1},
 		{"3 retries, then success", 3, Policy{}, 0, 1},
 		{"exhausted", 10, Policy{MaxAttempts: 3}, 0, 2},                                                                          // start, Elapsed
-		{"3 retries with a Timeout", 3, Policy{Timeout: time.Hour}, 0, 7},                                                        // start, one per failure, one after each wait
-		{"3 retries with a ctx deadline", 3, Policy{}, time.Hour, 7},                                                             // the same
-		{"exhausted with a Timeout", 10, Policy{MaxAttempts: 3, Timeout: time.Hour}, 0, 7},                                       // start, 3 failures, 2 waits, Elapsed
+		{"3 retries with a Timeout", 3, Policy{Timeout: time.Hour}, 0, 10},                                                       // start, then per failure: the decision, the wait's check, after the wait
+		{"3 retries with a ctx deadline", 3, Policy{}, time.Hour, 10},                                                            // the same
+		{"exhausted with a Timeout", 10, Policy{MaxAttempts: 3, Timeout: time.Hour}, 0, 9},                                       // start, 2 failures × 3, the last decision, Elapsed
 		{"3 retries with OnRetry", 3, Policy{OnRetry: func(context.Context, int, error, time.Duration) {}}, 0, 7},                // start, two around each OnRetry
 		{"success with OnDone", 0, Policy{OnDone: func(context.Context, int, time.Duration, error) {}}, 0, 2},                    // start, elapsed
 		{"exhausted with OnDone", 10, Policy{MaxAttempts: 3, OnDone: func(context.Context, int, time.Duration, error) {}}, 0, 2}, // start, Elapsed shared with OnDone

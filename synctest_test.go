@@ -65,39 +65,6 @@ func TestDefaultSleeperGivesUpBeforeCtxDeadline(t *testing.T) {
 	})
 }
 
-func TestDefaultSleeperLeavesNothingRunning(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(time.Second, cancel)
-		var tm timer
-		tm.sleep(ctx, time.Hour) // ended by cancel after 1s
-		tm.stop()
-		if tm.t.Stop() {
-			t.Errorf("timer.Stop() after stop = true; want false: the timer must be stopped already")
-		}
-	})
-}
-
-func TestDefaultSleeperReusesOneTimer(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var tm timer
-		defer tm.stop()
-		var first *time.Timer
-		for i := range 5 {
-			start := time.Now()
-			tm.sleep(context.Background(), time.Duration(i+1)*time.Second)
-			if got, want := time.Since(start), time.Duration(i+1)*time.Second; got != want {
-				t.Errorf("wait %d took %v; want %v", i, got, want)
-			}
-			if i == 0 {
-				first = tm.t
-			} else if tm.t != first {
-				t.Fatalf("wait %d used a new timer; want the first one reused", i)
-			}
-		}
-	})
-}
-
 func TestDefaultSleeperZeroWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
