@@ -7,9 +7,8 @@ import (
 	"sync/atomic"
 )
 
-// ErrBudgetExhausted is reached, through errors.Is, from the
-// *RetryExhausted that Do returns when Policy.Budget had no token left for
-// a retry.
+// ErrBudgetExhausted is the Cause of a RetryExhausted whose Reason is
+// BudgetExhausted.
 var ErrBudgetExhausted = errors.New("retry: retry budget exhausted")
 
 // tokenScale is the fixed-point unit of a Budget's balance: one token is
@@ -20,28 +19,18 @@ var ErrBudgetExhausted = errors.New("retry: retry budget exhausted")
 const tokenScale = 1_000_000
 
 // A Budget caps retries at a share of calls, across all the Do calls that
-// use it: the defence against retry storms, where every client retrying
-// every failure multiplies the load on a service that is already down.
+// use it, so that retries cannot multiply the load on a service that is
+// already down.
 //
-// Each Do call with the Budget in its Policy deposits ratio tokens, up to
-// a balance of burst. Each retry takes one token when Do has decided to
-// retry: after the attempt limit, the deadlines and any hint have allowed
-// the wait, before OnRetry and the wait. A retry happens when fn is
-// called again; until then the token is given back if Do stops instead,
-// because ctx ended during the wait, the Sleeper failed or a deadline
-// passed meanwhile, or if a panic in OnRetry, the Sleeper or the Clock
-// unwinds Do. A panic in that next call of fn keeps it. When less than one
-// token is left, Do gives up at once with ErrBudgetExhausted. So retries
-// number at most ratio × calls + burst, whatever the failure rate.
+// Each Do call deposits ratio tokens, up to a balance of burst, and each
+// retry takes one token once the wait has passed every other check. The
+// token comes back if fn is not called again after all: Do stopped during
+// the wait, or a panic in OnRetry, the Sleeper or the Clock unwound it.
+// With less than one token, Do gives up with ErrBudgetExhausted. So
+// retries number at most ratio × calls + burst.
 //
-// A failure rate below ratio does not keep every call clear of the Budget:
-// failures that come closer together than the burst absorbs meet it.
-// Choose a ratio above the failure rate to ride out, and a burst of
-// several tokens.
-//
-// A Budget is safe for simultaneous use by many goroutines and Policies,
-// and takes no lock. Make one with NewBudget: a Budget made otherwise, such
-// as the zero Budget, fails Policy.Validate.
+// A Budget is safe for concurrent use, and takes no lock. The zero Budget
+// is invalid: make one with NewBudget.
 type Budget struct {
 	deposit, capacity int64 // in tokenScale units
 	balance           atomic.Int64
@@ -49,12 +38,9 @@ type Budget struct {
 }
 
 // NewBudget returns a full Budget that earns ratio tokens per Do call and
-// holds at most burst tokens. ratio must be in [0, 1] and burst at least 1;
-// otherwise the Budget is invalid and any Policy using it fails
-// Policy.Validate, and so Do, with an error that wraps ErrInvalidPolicy
-// and says which argument was wrong. A typical Budget is
-// NewBudget(0.1, 10): retries add at most 10% to the load, after a burst
-// of 10.
+// holds at most burst tokens. ratio must be in [0, 1] and burst at least
+// 1, or a Policy with the Budget is invalid. NewBudget(0.1, 10) lets
+// retries add 10% to the load, after a burst of 10.
 func NewBudget(ratio float64, burst int) *Budget {
 	b := &Budget{}
 	switch {
@@ -84,8 +70,7 @@ func (b *Budget) invalid() error {
 	return b.err
 }
 
-// Tokens returns the balance; each retry needs one whole token. A nil
-// Budget, which is no budget and never refuses a retry, has +Inf tokens.
+// Tokens returns the balance. A nil Budget has +Inf tokens.
 func (b *Budget) Tokens() float64 {
 	if b == nil {
 		return math.Inf(1)

@@ -10,23 +10,15 @@ import (
 	"unicode/utf8"
 )
 
-// RetryExhausted is the error Do returns when it stops trying although fn's
-// last error was not final: out of attempts, out of time, out of budget, a
-// hint too long, the Sleeper failed, or ctx was cancelled (whatever fn
-// returned). It says how many attempts ran, for how long, why Do stopped,
-// and what failed last.
-//
-// errors.Is and errors.As reach both Last and Cause through it, so
-// errors.Is(err, context.Canceled) and errors.As(err, &myErr) work as if
-// the wrapping were not there. The Cause of every DeadlineReached reaches
-// context.DeadlineExceeded, whichever deadline it was, so
-// errors.Is(err, context.DeadlineExceeded) holds for all of them.
+// RetryExhausted is the error Do returns when it stops although fn's last
+// error was not final. errors.Is and errors.As reach both Last and Cause
+// through it.
 type RetryExhausted struct {
-	Attempts int           // calls of fn made, the first included
+	Attempts int           // calls of fn, the first included
 	Elapsed  time.Duration // from Do's call to giving up, on Policy.Clock
-	Last     error         // the last error fn returned
+	Last     error         // fn's last error
 	Reason   Reason        // why Do stopped
-	Cause    error         // what stopped it from outside: ctx's error and cause, the Sleeper's error, context.DeadlineExceeded, ErrBudgetExhausted, or nil
+	Cause    error         // what stopped it from outside, if anything: ctx's error, context.DeadlineExceeded, ErrBudgetExhausted, the Sleeper's error
 
 	// For the message: the wait or hint that broke a limit (0 if a
 	// deadline had passed), the limit, and its name.
@@ -34,16 +26,11 @@ type RetryExhausted struct {
 	limitName   string
 }
 
-// Error returns one line that starts with "retry: " and names the
-// attempts, the elapsed time, the reason and what stopped Do (the
-// deadline, the wait and the time left, the hint and the limit it broke,
-// or Cause), and the last error. A terminal shows it as it is: each line
-// break in those errors' messages ("\r\n", "\r", "\n", "\v", "\f", U+0085,
-// U+2028 or U+2029), such as errors.Join puts between errors, becomes
-// "; ", and any other control character but tab, or a byte that is not
-// UTF-8, is written as a Go escape such as \x1b. Durations below a minute
-// are rounded to three significant digits, longer ones to the second; the
-// Elapsed field stays exact.
+// Error returns one line that starts with "retry: ", names the attempts,
+// the elapsed time, the Reason and what stopped Do, and ends with the last
+// error. Line breaks in the errors' messages become "; ", and other control
+// characters but tab, and bytes that are not UTF-8, are escaped as Go
+// escapes them (\x1b), so that a terminal shows the line as it is.
 func (e *RetryExhausted) Error() string {
 	s := "retry: gave up after " + strconv.Itoa(e.Attempts) + " attempt"
 	if e.Attempts != 1 {
@@ -60,22 +47,20 @@ func (e *RetryExhausted) Error() string {
 // escapes every other control character but tab, and every byte that is
 // not UTF-8, as strconv.Quote would.
 func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
 	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
+	for s != "" {
+		r, n := utf8.DecodeRuneInString(s)
 		switch {
-		case strings.HasPrefix(s[i:], "\r\n"):
-			b.WriteString("; ")
-			n = 2
 		case strings.ContainsRune("\r\n\v\f\u0085\u2028\u2029", r):
 			b.WriteString("; ")
 		case r == utf8.RuneError && n == 1, r != '\t' && unicode.IsControl(r):
-			q := strconv.Quote(s[i : i+n])
+			q := strconv.Quote(s[:n])
 			b.WriteString(q[1 : len(q)-1])
 		default:
-			b.WriteString(s[i : i+n])
+			b.WriteString(s[:n])
 		}
-		i += n
+		s = s[n:]
 	}
 	return b.String()
 }
@@ -138,13 +123,9 @@ func (e *RetryExhausted) Unwrap() []error {
 	return errs
 }
 
-// Reason says why Do stopped retrying.
-//
-// The list of Reasons may grow in a minor version, when Do learns a new way
-// to stop: a switch on Reason should have a default case, and treat a
-// Reason it does not know as a failure to report. The String of each
-// Reason is stable within a major version, so it is safe as a metric label
-// or in a log query.
+// Reason says why Do stopped retrying. More Reasons may come in a minor
+// version: treat one you do not know as a failure. Their Strings do not
+// change within v1, so they may serve as metric labels.
 type Reason int
 
 // The reasons a RetryExhausted gives.
@@ -152,23 +133,18 @@ const (
 	// MaxAttemptsReached means fn was called Policy.MaxAttempts times.
 	MaxAttemptsReached Reason = iota + 1
 	// DeadlineReached means the call ran out of time: Policy.Timeout or
-	// ctx's deadline passed, during fn, during a wait or in a Sleeper that
-	// returned late, or the next wait would not have ended before it,
-	// whether Do saw it coming on Policy.Clock or ctx's own timer fired
-	// first. Cause reaches context.DeadlineExceeded, and the cause given
-	// with context.WithDeadlineCause; the message names the deadline and,
-	// for a wait that did not fit, the wait and the time left.
+	// ctx's deadline passed, or the next wait would not end before it,
+	// whether Do saw it coming or ctx's timer fired first. Cause reaches
+	// context.DeadlineExceeded, and the cause given to
+	// context.WithDeadlineCause.
 	DeadlineReached
-	// Canceled means ctx was cancelled: its Err was an error other than
-	// context.DeadlineExceeded, such as context.Canceled, or its Done
-	// channel closed while Err was nil. When ctx is done as Do stops, it is
-	// DeadlineReached or Canceled, whatever else stopped Do. Cause is ctx's
-	// error, which also reaches the cause given to a
-	// context.CancelCauseFunc.
+	// Canceled means ctx was done for another reason than its deadline.
+	// When ctx is done as Do stops, the Reason is DeadlineReached or
+	// Canceled, whatever else stopped Do. Cause is ctx's error, and reaches
+	// the cause given to a context.CancelCauseFunc.
 	Canceled
-	// HintTooLong means fn's error asked, through a RetryAfter method, for
-	// a wait longer than MaxDelay or one that would not end before a
-	// deadline. The message names the hint and the limit it broke.
+	// HintTooLong means a hint asked for a wait above MaxDelay or one that
+	// would not end before a deadline.
 	HintTooLong
 	// SleepFailed means the Sleeper returned an error of its own while
 	// ctx was not done. Cause is that error.
@@ -187,9 +163,7 @@ var reasons = [...]string{
 	BudgetExhausted:    "retry budget exhausted",
 }
 
-// String returns a short lowercase phrase, such as "max attempts reached",
-// which does not change within a major version. An unknown Reason reads
-// "Reason(N)".
+// String returns a short lowercase phrase, such as "max attempts reached".
 func (r Reason) String() string {
 	if r > 0 && int(r) < len(reasons) {
 		return reasons[r]
@@ -197,13 +171,10 @@ func (r Reason) String() string {
 	return "Reason(" + strconv.Itoa(int(r)) + ")"
 }
 
-// Permanent marks err as one that must not be retried, whatever
-// Policy.IsRetryable says: when fn's error has the mark anywhere in its
-// chain, Do returns that error as it is, after the one attempt. Do keeps
-// the mark, so that when one Do's fn calls another Do, an error marked
-// inside stops the outer Do too. errors.Is and errors.As see through the
-// mark, and the message is err's. Permanent(nil) is nil, and marking an
-// error twice is marking it once.
+// Permanent marks err as final: when fn's error has the mark anywhere in
+// its chain, Do returns that error as it is, mark included, so that a Do
+// around this one does not retry it either. errors.Is and errors.As see
+// through the mark, and the message is err's. Permanent(nil) is nil.
 func Permanent(err error) error {
 	if _, marked := err.(*permanentError); marked || err == nil {
 		return err
@@ -228,10 +199,7 @@ func isPermanent(err error) bool {
 // walks depth first, as errors.As does. A type switch, not errors.As,
 // keeps the walk free of reflection and allocation.
 func find(err error, match func(error) bool) bool {
-	for err != nil {
-		if match(err) {
-			return true
-		}
+	for err != nil && !match(err) {
 		switch x := err.(type) {
 		case interface{ Unwrap() error }:
 			err = x.Unwrap()
@@ -246,7 +214,7 @@ func find(err error, match func(error) bool) bool {
 			return false
 		}
 	}
-	return false
+	return err != nil
 }
 
 var errBrokenCtx = errors.New("retry: ctx.Done was closed while ctx.Err was nil")

@@ -8,19 +8,12 @@ import (
 )
 
 // After returns err with a hint that asks Do to wait at least d before it
-// calls fn again, as an HTTP Retry-After header or a gRPC pushback does.
-// Do honours the hint for that one wait, and gives up at once, with
-// HintTooLong, if d is longer than Policy.MaxDelay or would not end before
-// a deadline.
-//
-// The message is err's, and errors.Is and errors.As see through the hint
-// to err. After(d, nil) is nil, and a d of 0 or less adds no hint: After
-// returns err itself. The hint composes with Permanent, which wins (a
-// Permanent error is not retried, whatever its hint), and with wrapping by
-// fmt.Errorf and %w. The error has the method RetryAfter() time.Duration,
-// which returns d, so that errors.As can tell whether an error carries a
-// hint. When an error's chain holds several hints, Do honours the first
-// positive one, walking the chain as errors.As does.
+// calls fn again, as an HTTP Retry-After header does. Do honours it for
+// that one wait, or gives up with HintTooLong if d is above
+// Policy.MaxDelay or would not end before a deadline. The error has a
+// method RetryAfter() time.Duration, which Do looks for in fn's error
+// chain. The message is err's, and errors.Is and errors.As see through the
+// hint. After returns err itself if err is nil or d is not positive.
 func After(d time.Duration, err error) error {
 	if err == nil || d <= 0 {
 		return err
@@ -49,24 +42,18 @@ func retryAfter(err error) time.Duration {
 	return hint
 }
 
-// ParseRetryAfter returns the wait that the value of an HTTP Retry-After
-// header asks for (RFC 9110, section 10.2.3): a number of seconds, or an
-// HTTP-date measured from now, in the layouts that net/http's ParseTime
-// reads, without importing net/http. Use it as
+// ParseRetryAfter returns the wait that an HTTP Retry-After header's value
+// asks for: a number of seconds, or an HTTP-date measured from now. ok
+// reports whether the value is valid; it is false, with d 0, for an
+// empty, malformed or negative value. d is never negative, and a number
+// of seconds too large for a Duration gives the longest one. Use it as
 //
 //	d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 //
-// ok reports whether value is a valid Retry-After at all, so that a caller
-// can act on its presence, such as retrying a 429 only if the server said
-// when. It is false, with d 0, for an empty, malformed or negative value.
-// It is true, with d 0, for "0" or a date that is not after now. A number
-// of seconds too large for a time.Duration gives the longest one. d is
-// never negative.
-//
-// Dates are read by time.Parse, after trimming spaces and tabs at either
-// end: an RFC 850 date only in GMT, its two-digit year 69–99 as 19xx and
-// 00–68 as 20xx, no second 60, and with time.Parse's leniency, such as a
-// one-digit hour, fractional seconds and names in any case.
+// Dates are read as net/http's ParseTime reads them, with time.Parse, so
+// unlike RFC 9110: a two-digit year is 19xx from 69 and 20xx below, a
+// second 60 is refused, an RFC 850 date must be in GMT, and a one-digit
+// hour, fractional seconds, runs of spaces and names in any case pass.
 func ParseRetryAfter(value string, now time.Time) (d time.Duration, ok bool) {
 	value = strings.Trim(value, " \t")
 	if value != "" && strings.Trim(value, "0123456789") == "" { // delay-seconds

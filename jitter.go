@@ -5,48 +5,38 @@ import (
 	"time"
 )
 
-// Jitter chooses the wait before a retry. It must be a pure function of
-// its arguments, so that it can be tested at chosen values of u and shared
-// by concurrent calls:
+// Jitter chooses the wait before a retry, as a pure function of its
+// arguments: n is the number of retries already made (0 for the first
+// wait), base and max are the Policy's BaseDelay and MaxDelay, prev is
+// what it chose for the previous wait (before a hint raised it), or base
+// before the first, and u is uniform in [0, 1].
 //
-//   - n is the number of retries already made: 0 for the wait after the
-//     first failure;
-//   - base and max are the Policy's BaseDelay and MaxDelay;
-//   - prev is what this Jitter chose for the previous wait (clamped to
-//     [0, max], and before any RetryAfter hint raised it), or base before
-//     the first;
-//   - u is a uniform random number in [0, 1].
-//
-// The functions in this package never return a negative wait nor one above
-// max, and never overflow, for any n and any durations. Arguments out of
-// range are clamped, not rejected: a negative n counts as 0, a negative
-// duration as 0, a base above max as max, and a u outside [0, 1] or NaN as
-// the nearest bound (NaN as 0).
+// The functions in this package return a wait in [0, max] for any
+// arguments, without overflow: a negative n or duration counts as 0, a
+// base above max as max, and u is clamped into [0, 1] (NaN as 0).
 type Jitter func(n int, base, max, prev time.Duration, u float64) time.Duration
 
-// NoJitter returns min(base·2ⁿ, max): plain capped exponential backoff.
-// It ignores prev and u. Clients that fail together retry together with
-// it; prefer a jittered schedule unless there is one client.
+// NoJitter returns min(base·2ⁿ, max): capped exponential backoff with no
+// jitter, so clients that fail together retry together.
 func NoJitter(n int, base, max, prev time.Duration, u float64) time.Duration {
 	return expo(n, base, max)
 }
 
-// FullJitter returns u·min(base·2ⁿ, max): a wait anywhere between 0 and
-// the capped exponential. It spreads clients the most.
+// FullJitter returns u·min(base·2ⁿ, max), in [0, min(base·2ⁿ, max)].
 func FullJitter(n int, base, max, prev time.Duration, u float64) time.Duration {
 	return scale(expo(n, base, max), unit(u))
 }
 
 // EqualJitter returns d/2 + u·d/2, where d = min(base·2ⁿ, max): a wait in
-// [d/2, d], which keeps half of the exponential backoff and jitters the rest.
+// [d/2, d].
 func EqualJitter(n int, base, max, prev time.Duration, u float64) time.Duration {
 	d := expo(n, base, max)
 	return d/2 + scale(d-d/2, unit(u))
 }
 
 // DecorrelatedJitter returns min(max, base + u·(3·p − base)), where
-// p = max(prev, base): each wait grows from the previous one rather than
-// from n, and lies in [base, max]. It is the default Jitter of Policy.
+// p = max(prev, base): a wait in [base, max] that grows from the previous
+// one. It is the default Jitter.
 func DecorrelatedJitter(n int, base, max, prev time.Duration, u float64) time.Duration {
 	max = clamp(max, 0, math.MaxInt64)
 	base = clamp(base, 0, max)

@@ -27,26 +27,22 @@ var (
 // it), or a *RetryExhausted that reaches fn's last error.
 //
 // Between attempts Do waits for what p.Jitter chooses, capped at
-// p.MaxDelay, and at least as long as a hint in fn's error: a method
-// RetryAfter() time.Duration anywhere in its chain, such as After adds.
-//
-// Do stops, without a last useless wait, when fn has been called
+// p.MaxDelay, and at least as long as a hint in fn's error (see After).
+// It stops, without a last useless wait, when fn has been called
 // p.MaxAttempts times, when p.Timeout or ctx's deadline has passed or the
-// next wait would not end before it, when ctx is cancelled, when a hint is
-// too long, when p.Sleeper fails, or when p.Budget has no token. The
-// RetryExhausted's Reason says which; when ctx is done as Do stops, it is
-// DeadlineReached or Canceled, whatever else stopped Do.
+// next wait would not end before it, when ctx is cancelled, when a hint
+// is too long, when p.Sleeper fails, or when p.Budget has no token. The
+// Reason says which; when ctx is done as Do stops, it is DeadlineReached
+// or Canceled, whatever else stopped Do.
 //
 // fn's ctx ends at ctx's deadline, at p.Timeout after Do was called and at
 // p.AttemptTimeout after the attempt began, whichever comes first; Do's
 // limits are measured on p.Clock and end fn's ctx in real time. With
-// either limit set, fn's ctx is cancelled when fn returns, so fn must read
-// and close what it fetched before it returns.
+// either limit set, fn's ctx is cancelled when fn returns.
 //
 // Do returns an error without calling fn if ctx or fn is nil, if p is
-// invalid (wrapping ErrInvalidPolicy), or if ctx is already done (ctx's
-// error). It does not recover panics. It is safe for concurrent use with
-// one shared Policy.
+// invalid, or if ctx is already done (ctx's error). It does not recover
+// panics. It is safe for concurrent use with one shared Policy.
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	switch {
 	case ctx == nil:
@@ -101,13 +97,11 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 
 		// Check that it fits: MaxDelay, the deadline, then (in pause) the
 		// Budget. Call OnRetry, and sleep.
-		var stop *RetryExhausted
-		if hint > p.MaxDelay {
+		stop := dl.fits(wait, hint)
+		switch {
+		case hint > p.MaxDelay: // the first limit that the server's hint broke
 			stop = overrun(HintTooLong, hint, p.MaxDelay, maxDelayName)
-		} else {
-			stop = dl.fits(wait, hint)
-		}
-		if stop == nil {
+		case stop == nil:
 			stop = pause(ctx, &p, &dl, attempt, err, wait)
 		}
 		if stop != nil {
@@ -124,8 +118,7 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 	if fn == nil {
 		return v, errNilFunc
 	}
-	err := Do(ctx, func(ctx context.Context) error {
-		var err error
+	err := Do(ctx, func(ctx context.Context) (err error) {
 		v, err = fn(ctx)
 		return err
 	}, p)
