@@ -2,21 +2,17 @@ package retry
 
 // The README's section "From a blank screen" shows the whole retry
 // algorithm for someone to learn by heart. The code between the two
-// markers below is that block, byte for byte; TestBlankScreenMatchesREADME
-// keeps the two the same and counts its lines, and the other tests here
-// run it on fake time, with a real timer where the timer is the point.
+// markers below is that block, byte for byte (TestREADMEGoBlocks keeps the
+// two the same), and the tests here run it on fake time, with a real timer
+// where the timer is the point.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -80,134 +76,6 @@ func (e *retryError) Error() string { return fmt.Sprintf("retry: %d attempts: %v
 func (e *retryError) Unwrap() error { return e.Last }
 
 // END blank-screen
-
-const (
-	blankBegin   = "// BEGIN blank-screen\n"
-	blankEnd     = "// END blank-screen\n"
-	blankHeading = "## From a blank screen\n"
-	// blankMax is the most lines of code the block may have, blank and
-	// comment-only lines not counted. Issue 16 asked for 30, but the knobs
-	// struct (8 lines), the error type (7) and uniform (1) leave 14 for the
-	// loop, which needs 23 with one way out per line; so the block has 39,
-	// and this keeps it from growing.
-	blankMax = 39
-)
-
-// blankTests are the five tests any interviewer asks for, which the README
-// names and this file declares.
-var blankTests = []string{
-	"TestBlankFirstTry",
-	"TestBlankSuccessAfterFailures",
-	"TestBlankNonRetryableShortCircuits",
-	"TestBlankExhaustionWrapsLastError",
-	"TestBlankDeadlineRespected",
-}
-
-// blankCode returns the lines of code in block: the lines that are neither
-// blank nor only a comment.
-func blankCode(block string) int {
-	n := 0
-	for _, line := range strings.Split(block, "\n") {
-		line = strings.TrimSpace(line)
-		if line != "" && !strings.HasPrefix(line, "//") {
-			n++
-		}
-	}
-	return n
-}
-
-// blankBetween returns the text of s after the line begin and before the line
-// end, or an error if either is missing.
-func blankBetween(s, begin, end string) (string, error) {
-	_, after, ok := strings.Cut(s, begin)
-	if !ok {
-		return "", fmt.Errorf("no line %q", strings.TrimSpace(begin))
-	}
-	inside, _, ok := strings.Cut(after, end)
-	if !ok {
-		return "", fmt.Errorf("no line %q after %q", strings.TrimSpace(end), strings.TrimSpace(begin))
-	}
-	return inside, nil
-}
-
-// blankSources returns the block as blank_test.go holds it, and the
-// README's section "From a blank screen".
-func blankSources(t *testing.T) (code, section string) {
-	t.Helper()
-	src, err := os.ReadFile("blank_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, err = blankBetween(string(src), "\n"+blankBegin, "\n"+blankEnd)
-	if err != nil {
-		t.Fatalf("blank_test.go: %v", err)
-	}
-	code = strings.TrimPrefix(code, "\n") // the blank lines next to the markers are not part of it
-	section, err = blankBetween(string(readme), "\n"+blankHeading, "\n## ")
-	if err != nil {
-		t.Fatalf("README.md: %v", err)
-	}
-	return code, section
-}
-
-func TestBlankScreenMatchesREADME(t *testing.T) {
-	code, section := blankSources(t)
-	block, err := blankBetween(section, "\n```go\n", "\n```\n")
-	if err != nil {
-		t.Fatalf("README.md, section %q: %v", strings.TrimSpace(blankHeading), err)
-	}
-	block += "\n"
-
-	if block != code {
-		a, b := bufio.NewScanner(strings.NewReader(block)), bufio.NewScanner(strings.NewReader(code))
-		for line := 1; ; line++ {
-			okA, okB := a.Scan(), b.Scan()
-			if !okA && !okB {
-				t.Fatalf("README.md and blank_test.go differ, but not line by line (line endings?)")
-			}
-			if okA != okB || !bytes.Equal(a.Bytes(), b.Bytes()) {
-				t.Fatalf("README.md's block differs from blank_test.go's at line %d of the block:\nREADME.md:     %q\nblank_test.go: %q",
-					line, a.Text(), b.Text())
-			}
-		}
-	}
-	n := blankCode(code)
-	if n > blankMax {
-		t.Errorf("the blank-screen block has %d lines of code; want at most %d", n, blankMax)
-	}
-	if want := fmt.Sprintf("%d lines of code", n); !strings.Contains(section, want) {
-		t.Errorf("README.md's section %q does not say %q", strings.TrimSpace(blankHeading), want)
-	}
-}
-
-// TestBlankTestsAreNamed: the README names the five tests, and this file
-// declares each of them.
-func TestBlankTestsAreNamed(t *testing.T) {
-	_, section := blankSources(t)
-	src, err := os.ReadFile("blank_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range blankTests {
-		if !strings.Contains(section, "`"+name+"`") {
-			t.Errorf("README.md's section %q does not name `%s`", strings.TrimSpace(blankHeading), name)
-		}
-		if !bytes.Contains(src, []byte("\nfunc "+name+"(t *testing.T) {\n")) {
-			t.Errorf("blank_test.go does not declare %s", name)
-		}
-	}
-}
-
-func TestBlankCode(t *testing.T) {
-	block := "// doc\nfunc f() {\n\n\t// inside\n\treturn // trailing\n}\n"
-	if got := blankCode(block); got != 3 {
-		t.Errorf("blankCode(%q) = %d; want 3", block, got)
-	}
-}
 
 // blankClock is fake time for the block: after records the wait, moves now
 // forward by it at once and returns a channel that is ready. It starts at
@@ -430,8 +298,7 @@ func TestBlankDecorrelatedJitter(t *testing.T) {
 }
 
 // blankFullJitter is the full-jitter line that the block gives in a
-// comment, as code: TestBlankFullJitter checks that the two say the same,
-// and pins it. n is the number of calls made, as in the block.
+// comment, as code, and TestBlankFullJitter pins it. n is the number of calls made, as in the block.
 func blankFullJitter(r retrier, n int) (wait time.Duration) {
 	wait = uniform(0, time.Duration(min(float64(r.cap), float64(r.base)*math.Exp2(float64(n-1)))), r.random())
 	return wait
@@ -442,21 +309,6 @@ func blankFullJitter(r retrier, n int) (wait time.Duration) {
 // overflow however many calls were made. The package's FullJitter, whose n
 // counts retries, gives the same waits.
 func TestBlankFullJitter(t *testing.T) {
-	code, _ := blankSources(t)
-	src, err := os.ReadFile("blank_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const prefix = "// wait = "
-	_, line, ok := strings.Cut(code, prefix)
-	if !ok {
-		t.Fatalf("the block has no comment line %q", prefix)
-	}
-	line, _, _ = strings.Cut(line, "\n")
-	if !bytes.Contains(src, []byte("\twait = "+line+"\n\treturn wait\n}\n")) {
-		t.Errorf("blankFullJitter does not run the block's comment line: wait = %s", line)
-	}
-
 	const base, maxWait = 10 * time.Millisecond, 100 * time.Millisecond
 	tests := []struct {
 		u    float64
@@ -533,18 +385,6 @@ func TestBlankCtxDoneDuringCall(t *testing.T) {
 // TestBlankProductionKnobs runs the knobs that the README gives for
 // production, on real time, with a call that succeeds at once.
 func TestBlankProductionKnobs(t *testing.T) {
-	_, section := blankSources(t)
-	src, err := os.ReadFile("blank_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const prefix = "\tr := "
-	_, line, _ := bytes.Cut(src, []byte("\n"+prefix+"retrier{attempts: 5"))
-	line, _, _ = bytes.Cut(line, []byte("\n"))
-	if want := "`retrier{attempts: 5" + string(line) + "`"; !strings.Contains(section, want) {
-		t.Errorf("README.md's section %q does not give the knobs %s", strings.TrimSpace(blankHeading), want)
-	}
-
 	isRetryable := blankRetryable
 	r := retrier{attempts: 5, base: 100 * time.Millisecond, cap: 30 * time.Second, retryable: isRetryable, now: time.Now, after: time.After, random: rand.Float64}
 	calls := 0
