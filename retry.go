@@ -1,12 +1,25 @@
 // Package retry calls a function again when it fails, waiting between
 // attempts with capped exponential backoff and jitter, within a number of
-// attempts and a time limit.
+// attempts and a time limit:
 //
-// Do runs the loop; Policy says how many attempts, how long to wait and
-// what to retry; a *RetryExhausted says why Do gave up. Jitter, Clock and
-// Sleeper can be replaced, so that code which retries can be tested on
-// fake time, and a Budget shared by many calls keeps retries from
-// multiplying an outage.
+//	err := retry.Do(ctx, func(ctx context.Context) error {
+//		return client.Ping(ctx)
+//	}, retry.Policy{
+//		MaxAttempts:    4,                // calls in all, the first included
+//		AttemptTimeout: 2 * time.Second,  // each call of fn; a timed-out call is retried
+//		Timeout:        10 * time.Second, // the whole call, attempts and waits included
+//		IsRetryable:    func(err error) bool { return !errors.Is(err, ErrAuth) },
+//	})
+//	// err is nil, ErrAuth as Ping returned it, or a *retry.RetryExhausted.
+//
+// The zero Policy makes 5 attempts, waiting from 100ms to 30s with
+// decorrelated jitter, and retries every error. fn marks an error that no
+// retry can fix with Permanent, and asks for a wait with After, as an HTTP
+// Retry-After header does (ParseRetryAfter reads one). When Do gives up, a
+// *RetryExhausted says why, after how many attempts, and what failed last.
+//
+// Start with Do and Policy. The README has recipes for HTTP, gRPC, a
+// circuit breaker, metrics, and tests on fake time.
 package retry
 
 import (
