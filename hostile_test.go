@@ -198,12 +198,6 @@ func TestWaitEndingExactlyAtCtxDeadline(t *testing.T) {
 	}
 }
 
-// unwrapsToNil wraps nothing: its Unwrap returns nil.
-type unwrapsToNil struct{}
-
-func (unwrapsToNil) Error() string { return "wraps nothing" }
-func (unwrapsToNil) Unwrap() error { return nil }
-
 func TestNoHintInChain(t *testing.T) {
 	for _, err := range []error{errBoom, unwrapsToNil{}, errors.Join(errBoom, unwrapsToNil{}), hintErr(-time.Second)} {
 		if d := retryAfter(err); d != 0 {

@@ -450,3 +450,16 @@ func checkJitterSpec(t *testing.T, name string, n int, base, max, prev time.Dura
 			name, n, base, max, prev, u, got, e.FloatString(3), below.FloatString(1), eps.FloatString(3))
 	}
 }
+
+func BenchmarkJitter(b *testing.B) {
+	for _, j := range jitters {
+		b.Run(j.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var d time.Duration
+			for i := range b.N {
+				d += j.f(i&63, time.Millisecond, time.Minute, d&(1<<30-1), 0.5)
+			}
+			durationSink = d
+		})
+	}
+}

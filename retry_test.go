@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -111,10 +111,6 @@ func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
 		})
 	}
 }
-
-type customErr struct{ s string }
-
-func (e *customErr) Error() string { return e.s }
 
 // TestRetryExhausted: *RetryExhausted says what happened and reaches the
 // last error.
@@ -333,34 +329,6 @@ func TestContext(t *testing.T) {
 			t.Errorf("Do() waits = %v; want %v", got, want)
 		}
 	})
-}
-
-// assertDeadlineReached checks that Do gave up ahead of a deadline, with
-// DeadlineReached, Cause context.DeadlineExceeded, and Last boom.
-func assertDeadlineReached(t *testing.T, err error, attempts int) {
-	t.Helper()
-	var re *RetryExhausted
-	if !errors.As(err, &re) {
-		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
-	}
-	if re.Reason != DeadlineReached || re.Attempts != attempts || re.Cause != context.DeadlineExceeded || !errors.Is(err, errBoom) {
-		t.Errorf("Do() = %v (reason %v, attempts %d, Cause %v); want DeadlineReached, %d, context.DeadlineExceeded, reaching boom",
-			err, re.Reason, re.Attempts, re.Cause, attempts)
-	}
-}
-
-func assertCanceled(t *testing.T, err, ctxErr error, attempts int) {
-	t.Helper()
-	var re *RetryExhausted
-	if !errors.As(err, &re) {
-		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
-	}
-	if re.Reason != Canceled || re.Attempts != attempts {
-		t.Errorf("Do() reason, attempts = %v, %d; want %v, %d", re.Reason, re.Attempts, Canceled, attempts)
-	}
-	if !errors.Is(err, ctxErr) || !errors.Is(err, errBoom) {
-		t.Errorf("Do() = %v; want errors.Is to reach both %v and boom", err, ctxErr)
-	}
 }
 
 // TestRetryAfterHint: a RetryAfter hint sets the least wait, and a hint the
@@ -601,8 +569,6 @@ func TestPanicsReachTheCaller(t *testing.T) {
 	}
 }
 
-func failOnce(context.Context) error { return errBoom }
-
 // TestConcurrentCallsShareOnePolicy: one Policy shared by concurrent
 // calls, and no goroutines.
 func TestConcurrentCallsShareOnePolicy(t *testing.T) {
@@ -699,11 +665,6 @@ func TestClockFunc(t *testing.T) {
 	if got := ClockFunc(func() time.Time { return at }).Now(); !got.Equal(at) {
 		t.Errorf("ClockFunc.Now() = %v; want %v", got, at)
 	}
-}
-
-// seqRand returns a seeded Rand, for one goroutine at a time.
-func seqRand(seed uint64) func() float64 {
-	return rand.New(rand.NewPCG(seed, 0)).Float64
 }
 
 // TestOneRetry is Do's path on the zero Policy when fn fails once and then
@@ -1131,14 +1092,6 @@ func TestHTTPClientTimeoutIsRetried(t *testing.T) {
 	}
 }
 
-// doneCall is one call of OnDone.
-type doneCall struct {
-	ctx      context.Context
-	attempts int
-	elapsed  time.Duration
-	err      error
-}
-
 // TestOnDone: OnDone runs exactly once on every way out of a valid call, with
 // the calls of fn, the elapsed time on Clock and the error Do returns.
 func TestOnDone(t *testing.T) {
@@ -1283,16 +1236,6 @@ func TestOnRetryGetsDosCtx(t *testing.T) {
 		t.Errorf("OnRetry ctx values = %v; want %v", seen, want)
 	}
 }
-
-// wrapHint is an error with a RetryAfter hint that wraps another error.
-type wrapHint struct {
-	d   time.Duration
-	err error
-}
-
-func (w wrapHint) Error() string             { return "wrapped: " + w.err.Error() }
-func (w wrapHint) RetryAfter() time.Duration { return w.d }
-func (w wrapHint) Unwrap() error             { return w.err }
 
 // A deadline that has passed wins over a hint, for
 // Policy.Timeout and for ctx's deadline alike.
@@ -1444,4 +1387,167 @@ func TestOnRetryTimeComesOffTheSleep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Allocation counts are exact, not timings, so they are tests.
+func TestNoAllocationOnTheHotPath(t *testing.T) {
+	ctx := context.Background()
+	calls := 0
+	succeed := func(context.Context) error { return nil }
+	failThrice := func(context.Context) error {
+		calls++
+		if calls%4 != 0 {
+			return errBoom
+		}
+		return nil
+	}
+	value := func(context.Context) (int, error) { return 1, nil }
+	budget := NewBudget(0.1, 10)
+	ctxDeadline, cancel := context.WithTimeout(ctx, time.Hour)
+	defer cancel()
+	if raceEnabled() {
+		t.Skip("the race detector allocates on its own")
+	}
+	tests := []struct {
+		name string
+		run  func()
+	}{
+		{"Do success", func() { Do(ctx, succeed, Policy{}) }},
+		{"DoValue success", func() { DoValue(ctx, value, Policy{}) }},
+		{"Do 3 retries, no wait", func() { Do(ctx, failThrice, Policy{Jitter: zeroJitter}) }},
+		{"Do success with a Budget", func() { Do(ctx, succeed, Policy{Budget: budget}) }},
+		{"Do 3 retries, no wait, ctx deadline", func() { Do(ctxDeadline, failThrice, Policy{Jitter: zeroJitter}) }},
+		{"Do success with hooks", func() { Do(ctx, succeed, Policy{OnRetry: onRetryNop, OnDone: onDoneNop}) }},
+		{"Do 3 retries, no wait, with hooks", func() {
+			Do(ctx, failThrice, Policy{Jitter: zeroJitter, OnRetry: onRetryNop, OnDone: onDoneNop})
+		}},
+	}
+	for _, tt := range tests {
+		if got := testing.AllocsPerRun(100, tt.run); got != 0 {
+			t.Errorf("%s: allocations = %v; want 0", tt.name, got)
+		}
+	}
+}
+
+// raceEnabled reports whether the test binary was built with -race.
+func raceEnabled() bool {
+	info, _ := debug.ReadBuildInfo()
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
+
+// Sinks keep the compiler from optimising benchmarked results away.
+var (
+	timeSink     time.Time
+	durationSink time.Duration
+)
+
+// Hooks that capture nothing, as a shared Policy's hooks that update
+// package-level metrics do.
+func onRetryNop(context.Context, int, error, time.Duration) {}
+func onDoneNop(context.Context, int, time.Duration, error)  {}
+
+// BenchmarkDo measures the cost of Do around a fn that does nothing.
+// baseline is what a caller without retries pays: the call and one clock
+// read; compare the other sub-benchmarks with it within one run.
+func BenchmarkDo(b *testing.B) {
+	ctx := context.Background()
+	calls := 0
+	succeed := func(context.Context) error { calls++; return nil }
+	failThrice := func(context.Context) error { // fails 3 times, then succeeds
+		calls++
+		if calls%4 != 0 {
+			return errBoom
+		}
+		return nil
+	}
+
+	b.Run("baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			timeSink = time.Now()
+			if err := succeed(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("success", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if err := Do(ctx, succeed, Policy{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("success-timeout", func(b *testing.B) {
+		b.ReportAllocs()
+		p := Policy{Timeout: time.Minute}
+		for range b.N {
+			if err := Do(ctx, succeed, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("success-attempt-timeout", func(b *testing.B) {
+		b.ReportAllocs()
+		p := Policy{AttemptTimeout: time.Minute}
+		for range b.N {
+			if err := Do(ctx, succeed, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("3-retries-no-wait", func(b *testing.B) {
+		b.ReportAllocs()
+		p := Policy{Jitter: zeroJitter}
+		calls = 0
+		for range b.N {
+			if err := Do(ctx, failThrice, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("success-hooks", func(b *testing.B) {
+		b.ReportAllocs()
+		p := Policy{OnRetry: onRetryNop, OnDone: onDoneNop}
+		for range b.N {
+			if err := Do(ctx, succeed, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("3-retries-no-wait-hooks", func(b *testing.B) {
+		b.ReportAllocs()
+		p := Policy{Jitter: zeroJitter, OnRetry: onRetryNop, OnDone: onDoneNop}
+		calls = 0
+		for range b.N {
+			if err := Do(ctx, failThrice, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("3-retries-real-timer", func(b *testing.B) {
+		b.ReportAllocs()
+		p := Policy{BaseDelay: time.Microsecond, MaxDelay: time.Microsecond, Jitter: NoJitter}
+		calls = 0
+		for range b.N {
+			if err := Do(ctx, failThrice, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("DoValue-success", func(b *testing.B) {
+		b.ReportAllocs()
+		value := func(context.Context) (int, error) { return 42, nil }
+		for range b.N {
+			v, err := DoValue(ctx, value, Policy{})
+			if err != nil || v != 42 {
+				b.Fatal(v, err)
+			}
+		}
+	})
 }
