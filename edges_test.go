@@ -287,58 +287,6 @@ func TestErrorMessageNamesTheLimit(t *testing.T) {
 	}
 }
 
-// A field left at 0 derives from the one that was set,
-// keeping MaxDelay at least 3×BaseDelay; only two set values that
-// contradict each other are invalid.
-func TestHalfSetPolicy(t *testing.T) {
-	tests := []struct {
-		name      string
-		p         Policy
-		base, max time.Duration
-	}{
-		{"zero", Policy{}, DefaultBaseDelay, DefaultMaxDelay},
-		{"MaxDelay below the default BaseDelay", Policy{MaxDelay: 50 * time.Millisecond}, 50 * time.Millisecond / 3, 50 * time.Millisecond},
-		{"MaxDelay at 3×the default BaseDelay", Policy{MaxDelay: 300 * time.Millisecond}, DefaultBaseDelay, 300 * time.Millisecond},
-		{"MaxDelay just below it", Policy{MaxDelay: 300*time.Millisecond - 3}, DefaultBaseDelay - 1, 300*time.Millisecond - 3},
-		{"MaxDelay above", Policy{MaxDelay: time.Second}, DefaultBaseDelay, time.Second},
-		{"MaxDelay 2ns", Policy{MaxDelay: 2}, 0, 2},
-		{"BaseDelay above the default MaxDelay", Policy{BaseDelay: time.Minute}, time.Minute, 3 * time.Minute},
-		{"BaseDelay at a third of it", Policy{BaseDelay: 10 * time.Second}, 10 * time.Second, DefaultMaxDelay},
-		{"BaseDelay just above", Policy{BaseDelay: 10*time.Second + 1}, 10*time.Second + 1, 30*time.Second + 3},
-		{"BaseDelay below", Policy{BaseDelay: time.Second}, time.Second, DefaultMaxDelay},
-		{"BaseDelay at MaxInt64/3", Policy{BaseDelay: math.MaxInt64 / 3}, math.MaxInt64 / 3, math.MaxInt64 / 3 * 3},
-		{"BaseDelay above MaxInt64/3 saturates", Policy{BaseDelay: math.MaxInt64/3 + 1}, math.MaxInt64/3 + 1, math.MaxInt64},
-		{"both set, below 3×", Policy{BaseDelay: time.Second, MaxDelay: time.Second}, time.Second, time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.p.Validate(); err != nil {
-				t.Fatalf("Validate() = %v; want nil", err)
-			}
-			q := tt.p
-			q.prepare()
-			if q.BaseDelay != tt.base || q.MaxDelay != tt.max {
-				t.Errorf("BaseDelay, MaxDelay = %v, %v; want %v, %v", q.BaseDelay, q.MaxDelay, tt.base, tt.max)
-			}
-		})
-	}
-	// A half-set Policy calls fn, with waits on the derived scale.
-	ft := newFakeTime()
-	p := ft.with(Policy{MaxDelay: 60 * time.Millisecond, MaxAttempts: 3, Jitter: NoJitter})
-	fn := &flaky{n: 2, err: errBoom}
-	if err := Do(context.Background(), fn.call, p); err != nil || fn.calls != 3 {
-		t.Errorf("Do() = %v after %d calls; want nil after 3", err, fn.calls)
-	}
-	if got, want := ft.Waits(), []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}; !slices.Equal(got, want) {
-		t.Errorf("Do() waits = %v; want %v", got, want)
-	}
-	for _, p := range []Policy{{BaseDelay: time.Second, MaxDelay: time.Second - 1}, {BaseDelay: 2, MaxDelay: 1}} {
-		if err := p.Validate(); !errors.Is(err, ErrInvalidPolicy) {
-			t.Errorf("Validate() of MaxDelay %v below BaseDelay %v = %v; want ErrInvalidPolicy", p.MaxDelay, p.BaseDelay, err)
-		}
-	}
-}
-
 // A nil Budget is no budget, and says so.
 func TestNilBudgetTokens(t *testing.T) {
 	var b *Budget
@@ -622,49 +570,6 @@ func TestCtxDoneDuringASleepThatReturnsNil(t *testing.T) {
 	var re *RetryExhausted
 	if !errors.As(err, &re) || re.Reason != Canceled || fn.calls != 1 {
 		t.Errorf("Do() = %v after %d calls; want Canceled after 1", err, fn.calls)
-	}
-}
-
-// TestValidateNamesTheFirstFieldOutOfRange: with several fields out of
-// range, Validate names the one declared first in Policy.
-func TestValidateNamesTheFirstFieldOutOfRange(t *testing.T) {
-	tests := []struct {
-		name string
-		p    Policy
-		want string
-	}{
-		{"MaxAttempts before BaseDelay", Policy{MaxAttempts: -1, BaseDelay: -1}, "MaxAttempts"},
-		{"MaxAttempts before Clock", Policy{MaxAttempts: -1, Clock: ClockFunc(nil)}, "MaxAttempts"},
-		{"AttemptTimeout before Sleeper", Policy{AttemptTimeout: -1, Sleeper: SleeperFunc(nil)}, "AttemptTimeout"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.p.Validate()
-			if want := ErrInvalidPolicy.Error() + ": " + tt.want + " "; err == nil || !strings.HasPrefix(err.Error(), want) {
-				t.Errorf("Validate() = %v; want it to start with %q", err, want)
-			}
-		})
-	}
-}
-
-// TestBaseDelayDerivedFromAOneNanosecondMaxDelay: a zero BaseDelay under
-// a MaxDelay of 1ns is MaxDelay/3, that is 0, not DefaultBaseDelay, so
-// that the Policy is valid and the Jitter gets base 0 and max 1ns.
-func TestBaseDelayDerivedFromAOneNanosecondMaxDelay(t *testing.T) {
-	var base, max time.Duration
-	p := newFakeTime().with(Policy{
-		MaxAttempts: 2,
-		MaxDelay:    1,
-		Jitter: func(n int, b, m, prev time.Duration, u float64) time.Duration {
-			base, max = b, m
-			return 0
-		},
-	})
-	if err := Do(context.Background(), failOnce, p); !errors.Is(err, errBoom) {
-		t.Fatalf("Do() = %v; want it to reach boom after two attempts", err)
-	}
-	if base != 0 || max != 1 {
-		t.Errorf("Jitter got base %v, max %v; want 0, 1ns", base, max)
 	}
 }
 

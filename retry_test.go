@@ -447,90 +447,6 @@ func TestScheduleIsDeterministic(t *testing.T) {
 	}
 }
 
-// TestInvalidPolicy: invalid input is an error, never a panic.
-func TestInvalidPolicy(t *testing.T) {
-	tests := []struct {
-		p     Policy
-		field string
-	}{
-		{Policy{MaxAttempts: -1}, "MaxAttempts"},
-		{Policy{BaseDelay: -time.Second}, "BaseDelay"},
-		{Policy{MaxDelay: -time.Second}, "MaxDelay"},
-		{Policy{Timeout: -time.Second}, "Timeout"},
-		{Policy{AttemptTimeout: -time.Second}, "AttemptTimeout"},
-		{Policy{Clock: ClockFunc(nil)}, "Clock is a nil ClockFunc"},
-		{Policy{Sleeper: SleeperFunc(nil)}, "Sleeper is a nil SleeperFunc"},
-		{Policy{BaseDelay: time.Second, MaxDelay: time.Millisecond}, "MaxDelay"},
-		{Policy{BaseDelay: time.Minute, MaxDelay: 30 * time.Second}, "MaxDelay 30s is below BaseDelay 1m0s"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.field, func(t *testing.T) {
-			err := tt.p.Validate()
-			if !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), tt.field) {
-				t.Errorf("Validate() = %v; want ErrInvalidPolicy naming %s", err, tt.field)
-			}
-			fn := &flaky{}
-			if err := Do(context.Background(), fn.call, tt.p); !errors.Is(err, ErrInvalidPolicy) || fn.calls != 0 {
-				t.Errorf("Do() = %v after %d calls; want ErrInvalidPolicy after 0", err, fn.calls)
-			}
-		})
-	}
-}
-
-// TestInvalidPolicyMessage: Validate names the first field out of range,
-// in the order of Policy's fields, and the smallest negative value, -1ns,
-// is out of range like any other.
-func TestInvalidPolicyMessage(t *testing.T) {
-	tests := []struct {
-		name string
-		p    Policy
-		want string
-	}{
-		{"MaxAttempts -1", Policy{MaxAttempts: -1},
-			"retry: invalid policy: MaxAttempts is -1; want 0 (meaning 5) or more"},
-		{"BaseDelay -1ns", Policy{BaseDelay: -1},
-			"retry: invalid policy: BaseDelay is -1ns; want 0 (meaning 100ms) or more"},
-		{"MaxDelay -1ns", Policy{MaxDelay: -1},
-			"retry: invalid policy: MaxDelay is -1ns; want 0 (meaning 30s) or more"},
-		{"Timeout -1ns", Policy{Timeout: -1},
-			"retry: invalid policy: Timeout is -1ns; want 0 (meaning none) or more"},
-		{"AttemptTimeout -1ns", Policy{AttemptTimeout: -1},
-			"retry: invalid policy: AttemptTimeout is -1ns; want 0 (meaning none) or more"},
-		{"MaxDelay before Timeout and Budget", Policy{MaxDelay: -time.Second, Timeout: -time.Second, Budget: NewBudget(2, 1)},
-			"retry: invalid policy: MaxDelay is -1s; want 0 (meaning 30s) or more"},
-		{"MaxDelay below BaseDelay", Policy{BaseDelay: time.Second, MaxDelay: time.Second - 1},
-			"retry: invalid policy: MaxDelay 999.999999ms is below BaseDelay 1s"},
-		{"Budget ratio", Policy{Budget: NewBudget(1.5, 1)},
-			"retry: invalid policy: NewBudget ratio is 1.5; want it in [0, 1]"},
-		{"Budget burst", Policy{Budget: NewBudget(0.1, 0)},
-			"retry: invalid policy: NewBudget burst is 0; want 1 or more"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.p.Validate(); err == nil || err.Error() != tt.want {
-				t.Errorf("Validate() = %v; want %q", err, tt.want)
-			}
-			fn := &flaky{}
-			if err := Do(context.Background(), fn.call, tt.p); err == nil || err.Error() != tt.want || fn.calls != 0 {
-				t.Errorf("Do() = %v after %d calls; want %q after 0", err, fn.calls, tt.want)
-			}
-		})
-	}
-}
-
-func TestValidPolicies(t *testing.T) {
-	for _, p := range []Policy{
-		{},
-		{MaxAttempts: 1, BaseDelay: time.Second, MaxDelay: time.Second},
-		{BaseDelay: time.Second}, // MaxDelay's default, 30s, is above it
-		{MaxDelay: DefaultBaseDelay},
-	} {
-		if err := p.Validate(); err != nil {
-			t.Errorf("%+v.Validate() = %v; want nil", p, err)
-		}
-	}
-}
-
 func TestNilArguments(t *testing.T) {
 	//lint:ignore SA1012 a nil context is the input under test
 	if err := Do(nil, func(context.Context) error { return nil }, Policy{}); err == nil || !strings.Contains(err.Error(), "nil context") {
@@ -631,24 +547,6 @@ func TestDoStartsNoGoroutines(t *testing.T) {
 	}
 }
 
-// TestZeroPolicy: the zero Policy makes 5 attempts, with decorrelated
-// waits from 100ms.
-func TestZeroPolicy(t *testing.T) {
-	ft := newFakeTime()
-	p := ft.with(Policy{Rand: constRand(0.5)})
-	fn := &flaky{n: 100, err: errBoom}
-	err := Do(context.Background(), fn.call, p)
-	// decorrelated at u = 0.5: base + (3·prev − base)/2, from 100ms
-	want := []time.Duration{200 * time.Millisecond, 350 * time.Millisecond, 575 * time.Millisecond, 912500 * time.Microsecond}
-	if got := ft.Waits(); fn.calls != 5 || !slices.Equal(got, want) {
-		t.Errorf("Do() calls, waits = %d, %v; want 5, %v", fn.calls, got, want)
-	}
-	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != MaxAttemptsReached {
-		t.Errorf("Do() = %v; want MaxAttemptsReached", err)
-	}
-}
-
 func TestSleeperError(t *testing.T) {
 	errSleep := errors.New("sleeper broke")
 	p := Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}
@@ -657,13 +555,6 @@ func TestSleeperError(t *testing.T) {
 	var re *RetryExhausted
 	if !errors.As(err, &re) || re.Reason != SleepFailed || !errors.Is(err, errSleep) || !errors.Is(err, errBoom) || fn.calls != 1 {
 		t.Errorf("Do() = %v after %d calls; want SleepFailed wrapping both errors after 1", err, fn.calls)
-	}
-}
-
-func TestClockFunc(t *testing.T) {
-	at := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
-	if got := ClockFunc(func() time.Time { return at }).Now(); !got.Equal(at) {
-		t.Errorf("ClockFunc.Now() = %v; want %v", got, at)
 	}
 }
 
