@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 )
 
 // The edges that a trial in real services and an outside review hit: no
@@ -127,46 +125,6 @@ func TestDeadlineBeforeThePredicate(t *testing.T) {
 	}
 }
 
-// Canceled if and only if ctx was done when Do
-// stopped; every DeadlineReached reaches context.DeadlineExceeded, and
-// its message names the deadline, the wait and the time left.
-func TestCanceledOnlyWhenCtxIsDone(t *testing.T) {
-	tests := []struct {
-		name       string
-		p          Policy
-		ctxTimeout time.Duration
-		reason     Reason
-		message    string
-	}{
-		{"next wait past ctx's deadline", Policy{}, 150 * time.Millisecond, DeadlineReached,
-			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before ctx's deadline): boom"},
-		{"next wait past Policy.Timeout", Policy{Timeout: 150 * time.Millisecond}, 0, DeadlineReached,
-			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Timeout): boom"},
-		{"the nearer deadline is named", Policy{Timeout: 170 * time.Millisecond}, 150 * time.Millisecond, DeadlineReached,
-			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before ctx's deadline): boom"},
-		{"both deadlines at once: Policy.Timeout is named", Policy{Timeout: 150 * time.Millisecond}, 150 * time.Millisecond, DeadlineReached,
-			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Timeout): boom"},
-		{"the nearer deadline is named, Policy's", Policy{Timeout: 150 * time.Millisecond}, 170 * time.Millisecond, DeadlineReached,
-			"retry: gave up after 2 attempts in 100ms (deadline reached: next wait 200ms, with 50ms left before Policy.Timeout): boom"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
-			p := tt.p
-			p.Jitter = NoJitter
-			err := Do(ctx, (&flaky{n: 9, err: errBoom}).call, ft.with(p))
-			var re *RetryExhausted
-			if !errors.As(err, &re) || re.Reason != tt.reason || re.Cause != context.DeadlineExceeded || ctx.Err() != nil {
-				t.Fatalf("Do() = %v, ctx.Err() = %v; want %v, Cause context.DeadlineExceeded, ctx alive", err, ctx.Err(), tt.reason)
-			}
-			if !errors.Is(err, context.DeadlineExceeded) || err.Error() != tt.message {
-				t.Errorf("Do() = %q; want %q, reaching context.DeadlineExceeded", err, tt.message)
-			}
-		})
-	}
-}
-
 // A ctx that is done when Do stops makes the reason
 // Canceled, whatever else stopped Do at the same time.
 func TestCanceledWinsWhenCtxIsDone(t *testing.T) {
@@ -183,108 +141,6 @@ func TestCanceledWinsWhenCtxIsDone(t *testing.T) {
 	})
 	err := Do(ctx, func(context.Context) error { ft.advance(2 * time.Second); return errBoom }, p)
 	assertCanceled(t, err, context.Canceled, 1)
-}
-
-// The message is one line that a terminal shows as it is, its durations
-// are rounded for reading without invented digits, and HintTooLong names
-// the hint and the limit it broke.
-func TestErrorMessageReadsWell(t *testing.T) {
-	tests := []struct {
-		name string
-		err  *RetryExhausted
-		want string
-	}{
-		{"\\r\\n is one break", &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New("a\r\nb")},
-			"retry: gave up after 2 attempts in 0s (max attempts reached): a; b"},
-		{"a lone \\r is a break", &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New("a\rb\n\nc")},
-			"retry: gave up after 2 attempts in 0s (max attempts reached): a; b; ; c"},
-		{"a break in Cause", &RetryExhausted{Attempts: 2, Reason: SleepFailed, Cause: errors.New("x\ry"), Last: errBoom},
-			"retry: gave up after 2 attempts in 0s (sleep failed: x; y): boom"},
-		{"ms rounded", &RetryExhausted{Attempts: 2, Elapsed: 285353606, Reason: MaxAttemptsReached},
-			"retry: gave up after 2 attempts in 285ms (max attempts reached)"},
-		{"ms rounded at a power of ten", &RetryExhausted{Attempts: 2, Elapsed: 1000500, Reason: MaxAttemptsReached},
-			"retry: gave up after 2 attempts in 1ms (max attempts reached)"},
-		{"s rounded", &RetryExhausted{Attempts: 2, Elapsed: 1294999999, Reason: MaxAttemptsReached},
-			"retry: gave up after 2 attempts in 1.29s (max attempts reached)"},
-		{"rounded up", &RetryExhausted{Attempts: 2, Elapsed: 1295000000, Reason: MaxAttemptsReached},
-			"retry: gave up after 2 attempts in 1.3s (max attempts reached)"},
-		{"minutes rounded to the second", &RetryExhausted{Attempts: 2, Elapsed: 83456 * time.Millisecond, Reason: MaxAttemptsReached},
-			"retry: gave up after 2 attempts in 1m23s (max attempts reached)"},
-		{"hours rounded to the second", &RetryExhausted{Attempts: 2, Elapsed: 48*time.Hour + 499*time.Millisecond, Reason: MaxAttemptsReached},
-			"retry: gave up after 2 attempts in 48h0m0s (max attempts reached)"},
-		{"just below a minute", &RetryExhausted{Attempts: 2, Elapsed: 59940 * time.Millisecond, Reason: MaxAttemptsReached},
-			"retry: gave up after 2 attempts in 59.9s (max attempts reached)"},
-		{"µs kept", &RetryExhausted{Attempts: 2, Elapsed: 999, Reason: MaxAttemptsReached},
-			"retry: gave up after 2 attempts in 999ns (max attempts reached)"},
-		{"the longest", &RetryExhausted{Attempts: 2, Elapsed: math.MaxInt64, Reason: MaxAttemptsReached},
-			"retry: gave up after 2 attempts in 2562047h47m16s (max attempts reached)"},
-		{"vertical breaks", &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New("a\vb\fc\u0085d\u2028e\u2029f")},
-			"retry: gave up after 2 attempts in 0s (max attempts reached): a; b; c; d; e; f"},
-		{"control characters escaped, tab kept", &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New("\x1b[31mred\x00\x7f\u009b\tx")},
-			`retry: gave up after 2 attempts in 0s (max attempts reached): \x1b[31mred\x00\x7f\u009b` + "\tx"},
-		{"bytes that are not UTF-8 escaped", &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New("a\xffb\xe2\x80c\u00e9")},
-			`retry: gave up after 2 attempts in 0s (max attempts reached): a\xffb\xe2\x80c` + "\u00e9"},
-		{"DeadlineReached without the detail", &RetryExhausted{Attempts: 2, Reason: DeadlineReached, Cause: context.DeadlineExceeded},
-			"retry: gave up after 2 attempts in 0s (deadline reached: context deadline exceeded)"},
-		{"HintTooLong without the detail", &RetryExhausted{Attempts: 1, Reason: HintTooLong},
-			"retry: gave up after 1 attempt in 0s (retry-after hint too long)"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.err.Error(); got != tt.want {
-				t.Errorf("Error() = %q; want %q", got, tt.want)
-			}
-		})
-	}
-	// Every rune from U+0000 to U+2FFF, and every byte alone: whatever fn's
-	// error says, Error() is valid UTF-8 with no control character but tab.
-	var msg strings.Builder
-	for r := rune(0); r < 0x3000; r++ {
-		msg.WriteRune(r)
-	}
-	for b := 0; b < 256; b++ {
-		msg.WriteByte(byte(b))
-	}
-	got := (&RetryExhausted{Attempts: 1, Last: errors.New(msg.String())}).Error()
-	if !utf8.ValidString(got) || strings.ContainsFunc(got, func(r rune) bool { return r != '\t' && unicode.IsControl(r) }) {
-		t.Errorf("Error() of a message with every control character = %q; want valid UTF-8 with no control character but tab", got)
-	}
-}
-
-// What Do says when it gives up on a limit.
-func TestErrorMessageNamesTheLimit(t *testing.T) {
-	tests := []struct {
-		name       string
-		p          Policy
-		ctxTimeout time.Duration
-		hint       time.Duration
-		want       string
-	}{
-		{"hint above MaxDelay", Policy{MaxDelay: 10 * time.Second}, 0, 2 * time.Minute,
-			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 2m0s, above MaxDelay 10s): slow down"},
-		{"hint past Policy.Timeout", Policy{Timeout: 5 * time.Second}, 0, 4 * time.Second,
-			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 4s, with 3.5s left before Policy.Timeout): slow down"},
-		{"hint past ctx's deadline", Policy{}, 5 * time.Second, 4 * time.Second,
-			"retry: gave up after 1 attempt in 1.5s (retry-after hint too long: 4s, with 3.5s left before ctx's deadline): slow down"},
-		{"the shortest Timeout, passed", Policy{Timeout: 1}, 0, 0,
-			"retry: gave up after 1 attempt in 1.5s (deadline reached: Policy.Timeout passed): slow down"},
-		{"wait past Policy.Timeout, rounded", Policy{Timeout: 2700 * time.Millisecond, BaseDelay: 1234567891}, 0, 0,
-			"retry: gave up after 1 attempt in 1.5s (deadline reached: next wait 1.23s, with 1.2s left before Policy.Timeout): slow down"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			p := tt.p
-			p.MaxAttempts, p.Jitter = 2, NoJitter
-			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), func(context.Context) error {
-				ft.advance(1500 * time.Millisecond)
-				return hintErr(tt.hint)
-			}, ft.with(p))
-			if err == nil || err.Error() != tt.want {
-				t.Errorf("Do() = %v; want %q", err, tt.want)
-			}
-		})
-	}
 }
 
 // A nil Budget is no budget, and says so.
@@ -570,28 +426,5 @@ func TestCtxDoneDuringASleepThatReturnsNil(t *testing.T) {
 	var re *RetryExhausted
 	if !errors.As(err, &re) || re.Reason != Canceled || fn.calls != 1 {
 		t.Errorf("Do() = %v after %d calls; want Canceled after 1", err, fn.calls)
-	}
-}
-
-// codeErr is an error type that both fn and a Sleeper return below.
-type codeErr string
-
-func (e codeErr) Error() string { return string(e) }
-
-// TestErrorsAsFindsTheLastErrorBeforeTheCause: when fn's last error and
-// the Cause are of the same type, errors.As on a *RetryExhausted finds
-// fn's last error, which Unwrap lists first.
-func TestErrorsAsFindsTheLastErrorBeforeTheCause(t *testing.T) {
-	p := Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error {
-		return codeErr("sleeper")
-	})}
-	err := Do(context.Background(), func(context.Context) error { return codeErr("fn") }, p)
-	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != SleepFailed {
-		t.Fatalf("Do() = %v; want SleepFailed", err)
-	}
-	var got codeErr
-	if !errors.As(err, &got) || got != "fn" {
-		t.Errorf("errors.As(Do(), *codeErr) found %q; want %q, fn's last error", got, "fn")
 	}
 }

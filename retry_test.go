@@ -18,37 +18,40 @@ import (
 	"time"
 )
 
-// TestDoAttempts: fn is called at most MaxAttempts times, success ends
-// the run at once, and no wait follows the last attempt.
+// fn is called at most MaxAttempts times, the first call included, with a
+// wait between each two; then Do gives up with MaxAttemptsReached.
 func TestDoAttempts(t *testing.T) {
 	tests := []struct {
 		name        string
 		maxAttempts int
 		failures    int
-		wantCalls   int
-		wantErr     bool
+		calls       int
 	}{
-		{"success at once", 5, 0, 1, false},
-		{"success on the third call", 5, 2, 3, false},
-		{"success on the last call", 5, 4, 5, false},
-		{"exhausted", 5, 10, 5, true},
-		{"zero means five", 0, 10, 5, true},
-		{"one means no retries", 1, 10, 1, true},
-		{"two", 2, 10, 2, true},
+		{"success at once", 5, 0, 1},
+		{"success on the third call", 5, 2, 3},
+		{"success on the last call", 5, 4, 5},
+		{"exhausted", 5, 10, 5},
+		{"zero means five", 0, 10, 5},
+		{"one means no retries", 1, 10, 1},
+		{"two", 2, 10, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
 			fn := &flaky{n: tt.failures, err: errBoom}
 			err := Do(context.Background(), fn.call, ft.with(Policy{MaxAttempts: tt.maxAttempts}))
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("Do() = %v; want error %v", err, tt.wantErr)
+			waits := ft.Waits()
+			if fn.calls != tt.calls || len(waits) != tt.calls-1 {
+				t.Errorf("Do() calls, waits = %d, %d; want %d, %d", fn.calls, len(waits), tt.calls, tt.calls-1)
 			}
-			if fn.calls != tt.wantCalls {
-				t.Errorf("Do() calls = %d; want %d", fn.calls, tt.wantCalls)
+			var elapsed time.Duration
+			for _, w := range waits {
+				elapsed += w
 			}
-			if got := len(ft.Waits()); got != tt.wantCalls-1 {
-				t.Errorf("Do() waits = %d; want %d (one between each two calls)", got, tt.wantCalls-1)
+			var re *RetryExhausted
+			if tt.failures < tt.calls && err != nil || tt.failures >= tt.calls && (!errors.As(err, &re) || re.Reason != MaxAttemptsReached ||
+				re.Attempts != tt.calls || re.Elapsed != elapsed || re.Last != errBoom || re.Cause != nil) {
+				t.Errorf("Do() = %#v; want nil, or MaxAttemptsReached after %d attempts in %v, Last boom, no Cause", err, tt.calls, elapsed)
 			}
 		})
 	}
@@ -109,89 +112,6 @@ func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
 				t.Errorf("Do() calls, waits, OnRetry = %d, %d, %d; want 1, 0, 0", fn.calls, len(ft.Waits()), onRetry)
 			}
 		})
-	}
-}
-
-// TestRetryExhausted: *RetryExhausted says what happened and reaches the
-// last error.
-func TestRetryExhausted(t *testing.T) {
-	ft := newFakeTime()
-	last := &customErr{"connection refused"}
-	fn := &flaky{n: 10, err: fmt.Errorf("dial: %w", last)}
-	p := ft.with(Policy{MaxAttempts: 3, Jitter: NoJitter})
-	err := Do(context.Background(), fn.call, p)
-
-	var re *RetryExhausted
-	if !errors.As(err, &re) {
-		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
-	}
-	if re.Attempts != 3 || re.Elapsed != 300*time.Millisecond || re.Reason != MaxAttemptsReached || re.Cause != nil {
-		t.Errorf("Do() = %+v; want 3 attempts in 300ms, MaxAttemptsReached, no Cause", re)
-	}
-	var ce *customErr
-	if !errors.As(err, &ce) || ce != last {
-		t.Errorf("errors.As(Do(), *customErr) = %v; want the last error", ce)
-	}
-	if !errors.Is(err, last) {
-		t.Errorf("errors.Is(Do(), last) = false; want true")
-	}
-	want := "retry: gave up after 3 attempts in 300ms (max attempts reached): dial: connection refused"
-	if err.Error() != want {
-		t.Errorf("Do().Error() = %q; want %q", err, want)
-	}
-}
-
-func TestRetryExhaustedError(t *testing.T) {
-	tests := []struct {
-		err  *RetryExhausted
-		want string
-	}{
-		{&RetryExhausted{Attempts: 1, Elapsed: 0, Last: errBoom, Reason: HintTooLong},
-			"retry: gave up after 1 attempt in 0s (retry-after hint too long): boom"},
-		{&RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: Canceled, Cause: context.Canceled},
-			"retry: gave up after 2 attempts in 1s (canceled: context canceled): boom"},
-		{&RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: SleepFailed, Cause: errors.New("clock device gone")},
-			"retry: gave up after 2 attempts in 1s (sleep failed: clock device gone): boom"},
-		{&RetryExhausted{Attempts: 3, Last: errBoom, Reason: BudgetExhausted, Cause: ErrBudgetExhausted},
-			"retry: gave up after 3 attempts in 0s (retry budget exhausted): boom"},
-		{&RetryExhausted{Attempts: 4, Elapsed: time.Minute, Last: errBoom, Reason: DeadlineReached},
-			"retry: gave up after 4 attempts in 1m0s (deadline reached): boom"},
-		{&RetryExhausted{Reason: Reason(99)},
-			"retry: gave up after 0 attempts in 0s (Reason(99))"},
-		{&RetryExhausted{Attempts: 2, Last: errors.Join(errBoom, errors.New("bang")), Reason: SleepFailed, Cause: errors.Join(errors.New("a"), errors.New("b"))},
-			"retry: gave up after 2 attempts in 0s (sleep failed: a; b): boom; bang"},
-	}
-	for _, tt := range tests {
-		if got := tt.err.Error(); got != tt.want {
-			t.Errorf("Error() = %q; want %q", got, tt.want)
-		}
-		if got := tt.err.Error(); strings.ToLower(got) != got && tt.err.Reason != Reason(99) {
-			t.Errorf("Error() = %q; want lowercase", got)
-		}
-	}
-	if got := (&RetryExhausted{}).Unwrap(); len(got) != 0 {
-		t.Errorf("Unwrap() of an empty RetryExhausted = %v; want no errors", got)
-	}
-}
-
-// TestReasonString: the String of each Reason is promised stable within v1,
-// since dashboards and alerts match it as a metric label; an unknown Reason
-// reads Reason(N).
-func TestReasonString(t *testing.T) {
-	for r, want := range map[Reason]string{
-		MaxAttemptsReached:  "max attempts reached",
-		DeadlineReached:     "deadline reached",
-		Canceled:            "canceled",
-		HintTooLong:         "retry-after hint too long",
-		SleepFailed:         "sleep failed",
-		BudgetExhausted:     "retry budget exhausted",
-		0:                   "Reason(0)",
-		-1:                  "Reason(-1)",
-		BudgetExhausted + 1: "Reason(7)", // the first value past the table
-	} {
-		if got := r.String(); got != want {
-			t.Errorf("Reason(%d).String() = %q; want %q", int(r), got, want)
-		}
 	}
 }
 
@@ -624,79 +544,6 @@ func TestDefaultRetriesEveryError(t *testing.T) {
 		if got := Do(context.Background(), fn.call, ft.with(Policy{})); got != nil || fn.calls != 3 {
 			t.Errorf("Do() with %v = %v after %d calls; want nil after 3", err, got, fn.calls)
 		}
-	}
-}
-
-// TestPermanent: the mark ends the call after one attempt and is found
-// anywhere in the chain; errors.Is and errors.As see through it, and it
-// adds nothing to the message.
-func TestPermanent(t *testing.T) {
-	if err := Permanent(nil); err != nil {
-		t.Errorf("Permanent(nil) = %v; want nil", err)
-	}
-	twice := &flaky{n: 9, err: Permanent(Permanent(errBoom))}
-	if err := Do(context.Background(), twice.call, Policy{}); err != twice.err || errors.Unwrap(err) != errBoom {
-		t.Errorf("Do() with an error marked twice = %#v; want boom under one mark", err)
-	}
-	inner := &customErr{"bad request"}
-	err := fmt.Errorf("post: %w", Permanent(inner))
-	var ce *customErr
-	if !errors.Is(err, inner) || !errors.As(err, &ce) || ce != inner {
-		t.Errorf("errors.Is, errors.As through Permanent = %v, %v; want true, true", errors.Is(err, inner), ce)
-	}
-	if got, want := err.Error(), "post: bad request"; got != want {
-		t.Errorf("Error() = %q; want %q: the mark adds nothing to the message", got, want)
-	}
-	// found deep in a joined chain, after an error that wraps nothing
-	deep := errors.Join(unwrapsToNil{}, fmt.Errorf("a: %w", fmt.Errorf("b: %w", Permanent(errBoom))))
-	fn := &flaky{n: 10, err: deep}
-	if got := Do(context.Background(), fn.call, newFakeTime().with(Policy{})); got != deep || fn.calls != 1 {
-		t.Errorf("Do() = %v after %d calls; want the joined error as it was, after 1", got, fn.calls)
-	}
-	// not permanent: a chain without the mark is retried
-	if isPermanent(errors.Join(unwrapsToNil{}, errBoom)) {
-		t.Errorf("isPermanent(a chain without the mark) = true; want false")
-	}
-}
-
-// TestPermanentAcrossNestedDo: Do returns a marked error with its mark,
-// so when one Do's fn calls another Do, an error marked inside stops the
-// outer Do too, whether the mark is outermost or deeper in the chain. An
-// inner Do that gives up returns a *RetryExhausted, which the outer Do
-// retries like any other error. (One whose Last has the mark, which only
-// a ctx done as the marked error came back can make, stops it too: the
-// mark is found through Last.)
-func TestPermanentAcrossNestedDo(t *testing.T) {
-	tests := []struct {
-		name       string
-		err        error // what the inner fn returns
-		innerCalls int   // per outer attempt
-		outerCalls int
-	}{
-		{"mark outermost", Permanent(errBoom), 1, 1},
-		{"mark deeper", fmt.Errorf("get: %w", Permanent(errBoom)), 1, 1},
-		{"no mark", errBoom, 2, 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			inner, outer := 0, 0
-			err := Do(context.Background(), func(ctx context.Context) error {
-				outer++
-				return Do(ctx, func(context.Context) error {
-					inner++
-					return tt.err
-				}, ft.with(Policy{MaxAttempts: 2}))
-			}, ft.with(Policy{MaxAttempts: 3}))
-			if outer != tt.outerCalls || inner != tt.innerCalls*tt.outerCalls {
-				t.Errorf("outer, inner calls = %d, %d; want %d, %d", outer, inner, tt.outerCalls, tt.innerCalls*tt.outerCalls)
-			}
-			var re *RetryExhausted
-			marked := tt.outerCalls == 1
-			if marked && err != tt.err || !marked && (!errors.As(err, &re) || re.Attempts != 3 || !errors.Is(err, errBoom)) {
-				t.Errorf("Do() = %v; want the marked error as the inner fn returned it, or a RetryExhausted after 3 that reaches boom", err)
-			}
-		})
 	}
 }
 
