@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -151,34 +150,6 @@ func TestNilBudgetTokens(t *testing.T) {
 	}
 }
 
-// Docs that the code contradicted say nothing of the
-// old behaviour any more.
-func TestNoStaleDocs(t *testing.T) {
-	stale := []string{
-		"Do starts no goroutines.",                                   // context.WithTimeout may start one
-		"is the first wait",                                          // the default jitter's first wait is in [BaseDelay, 3×BaseDelay)
-		"waits starting at 100ms",                                    // the same
-		"waits from 100ms",                                           // the same
-		"or its deadline would have passed",                          // Canceled means that ctx is done
-		"at or after ctx's deadline, Do gives up at once instead",    // with Canceled
-		"Policy.Deadline", "Deadline:", "`Deadline`", "the Deadline", // renamed Policy.Timeout
-		"outermost Permanent", "without the mark", // Do keeps the mark
-		"OnDone costs", "Do reuses one timer", // internals, not contracts
-	}
-	for _, name := range []string{"README.md", "retry.go", "policy.go", "errors.go", "budget.go", "jitter.go", "hint.go"} {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := strings.Join(strings.Fields(strings.ReplaceAll(string(b), "//", "")), " ")
-		for _, s := range stale {
-			if strings.Contains(text, s) {
-				t.Errorf("%s says %q", name, s)
-			}
-		}
-	}
-}
-
 // ownDone is a Context whose Done channel package context did not make,
 // as some frameworks' Context types have.
 type ownDone struct {
@@ -269,27 +240,6 @@ func TestSuccessAfterCtxCancelIsSuccess(t *testing.T) {
 	}
 }
 
-// TestCancelCauseDuringAttempt: when ctx is cancelled with a cause while
-// fn runs, the error Do returns reaches that cause, not only
-// context.Canceled.
-func TestCancelCauseDuringAttempt(t *testing.T) {
-	errShutdown := errors.New("shutting down")
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	ft := newFakeTime()
-	err := Do(ctx, func(context.Context) error {
-		cancel(errShutdown)
-		return errBoom
-	}, ft.with(Policy{}))
-	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != Canceled {
-		t.Fatalf("Do() = %v; want a *RetryExhausted with Reason Canceled", err)
-	}
-	if !errors.Is(err, errShutdown) || !errors.Is(err, context.Canceled) || !errors.Is(err, errBoom) {
-		t.Errorf("Do() = %v; want it to reach the cause, context.Canceled and boom", err)
-	}
-}
-
 // backwardsClock reads start first, then an hour before it ever after.
 func backwardsClock(start time.Time) ClockFunc {
 	reads := 0
@@ -373,19 +323,6 @@ func TestNoTokenForARetryThatIsRefused(t *testing.T) {
 				t.Errorf("Budget.Tokens() = %v after Do; want 3, untouched", got)
 			}
 		})
-	}
-}
-
-// TestHintPastBothLimitsNamesMaxDelay: a hint that is both above MaxDelay
-// and past the deadline is reported as above MaxDelay.
-func TestHintPastBothLimitsNamesMaxDelay(t *testing.T) {
-	ft := newFakeTime()
-	err := Do(context.Background(), func(context.Context) error {
-		return hintErr(time.Minute)
-	}, ft.with(Policy{MaxDelay: 10 * time.Second, Timeout: time.Second}))
-	want := "retry: gave up after 1 attempt in 0s (retry-after hint too long: 1m0s, above MaxDelay 10s): slow down"
-	if err == nil || err.Error() != want {
-		t.Errorf("Do() = %v; want %q", err, want)
 	}
 }
 

@@ -198,14 +198,6 @@ func TestWaitEndingExactlyAtCtxDeadline(t *testing.T) {
 	}
 }
 
-func TestNoHintInChain(t *testing.T) {
-	for _, err := range []error{errBoom, unwrapsToNil{}, errors.Join(errBoom, unwrapsToNil{}), hintErr(-time.Second)} {
-		if d := retryAfter(err); d != 0 {
-			t.Errorf("retryAfter(%v) = %v; want 0", err, d)
-		}
-	}
-}
-
 func TestTenThousandGoroutinesShareOnePolicy(t *testing.T) {
 	const goroutines = 10_000
 	ft := newFakeTime()

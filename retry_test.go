@@ -251,71 +251,6 @@ func TestContext(t *testing.T) {
 	})
 }
 
-// TestRetryAfterHint: a RetryAfter hint sets the least wait, and a hint the
-// policy cannot honour ends the run without a wait.
-func TestRetryAfterHint(t *testing.T) {
-	tests := []struct {
-		name       string
-		err        error
-		p          Policy
-		ctxTimeout time.Duration
-		wantWaits  []time.Duration
-		wantReason Reason
-	}{
-		{"hint longer than the jitter", hintErr(5 * time.Second), Policy{MaxAttempts: 3}, 0,
-			[]time.Duration{5 * time.Second, 5 * time.Second}, MaxAttemptsReached},
-		{"hint shorter than the jitter", hintErr(time.Millisecond), Policy{MaxAttempts: 2, Jitter: NoJitter}, 0,
-			[]time.Duration{100 * time.Millisecond}, MaxAttemptsReached},
-		{"hint wrapped", fmt.Errorf("get: %w", hintErr(2*time.Second)), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
-		{"hint joined", errors.Join(errBoom, hintErr(2*time.Second)), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
-		{"zero hint ignored", hintErr(0), Policy{MaxAttempts: 2, Jitter: NoJitter}, 0,
-			[]time.Duration{100 * time.Millisecond}, MaxAttemptsReached},
-		{"hint equal to MaxDelay", hintErr(time.Second), Policy{MaxAttempts: 2, MaxDelay: time.Second}, 0,
-			[]time.Duration{time.Second}, MaxAttemptsReached},
-		{"hint above MaxDelay", hintErr(31 * time.Second), Policy{}, 0,
-			nil, HintTooLong},
-		{"hint beyond Timeout", hintErr(10 * time.Second), Policy{Timeout: 5 * time.Second}, 0,
-			nil, HintTooLong},
-		{"hint beyond ctx deadline", hintErr(10 * time.Second), Policy{}, 5 * time.Second,
-			nil, HintTooLong},
-		{"hint that fits before ctx deadline", hintErr(time.Second), Policy{MaxAttempts: 2}, time.Hour,
-			[]time.Duration{time.Second}, MaxAttemptsReached},
-		{"hint equal to ctx's time left", hintErr(time.Hour), Policy{MaxDelay: 2 * time.Hour}, time.Hour,
-			nil, HintTooLong},
-		{"hint equal to Timeout's time left", hintErr(5 * time.Second), Policy{Timeout: 5 * time.Second}, 0,
-			nil, HintTooLong},
-		{"hint that fits before Timeout", hintErr(4 * time.Second), Policy{MaxAttempts: 2, Timeout: 5 * time.Second}, 0,
-			[]time.Duration{4 * time.Second}, MaxAttemptsReached},
-		{"1ns hint", hintErr(1), Policy{MaxAttempts: 2, Jitter: zeroJitter}, 0,
-			[]time.Duration{1}, MaxAttemptsReached},
-		{"zero hint outside a positive one", wrapHint{0, hintErr(2 * time.Second)}, Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
-		{"positive hint outside another", wrapHint{3 * time.Second, hintErr(2 * time.Second)}, Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{3 * time.Second}, MaxAttemptsReached},
-		{"1ns hint outside a longer one", wrapHint{1, hintErr(2 * time.Second)}, Policy{MaxAttempts: 2, Jitter: zeroJitter}, 0,
-			[]time.Duration{1}, MaxAttemptsReached}, // the first positive hint counts, however short
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
-			fn := &flaky{n: 100, err: tt.err}
-			p := ft.with(tt.p)
-			p.Rand = constRand(0) // the default Jitter then waits BaseDelay
-			err := Do(ctx, fn.call, p)
-			if got := ft.Waits(); !slices.Equal(got, tt.wantWaits) {
-				t.Errorf("Do() waits = %v; want %v", got, tt.wantWaits)
-			}
-			var re *RetryExhausted
-			if !errors.As(err, &re) || re.Reason != tt.wantReason || !errors.Is(err, tt.err) {
-				t.Errorf("Do() = %v; want a *RetryExhausted for %v that wraps %v", err, tt.wantReason, tt.err)
-			}
-		})
-	}
-}
-
 // TestOnRetry: OnRetry sees the failed attempt, its error and the wait.
 func TestOnRetry(t *testing.T) {
 	ft := newFakeTime()
@@ -604,26 +539,6 @@ func TestSlowOnRetryCountsAgainstTheWait(t *testing.T) {
 				t.Errorf("Do() = %v; want %v after 2 attempts", err, tt.reason)
 			}
 		})
-	}
-}
-
-// TestHintRaisesOneWait: a hint raises one wait; the jitter goes on from its
-// own previous choice.
-func TestHintRaisesOneWait(t *testing.T) {
-	ft := newFakeTime()
-	calls := 0
-	fn := func(context.Context) error {
-		if calls++; calls == 1 {
-			return hintErr(2 * time.Second)
-		}
-		return errBoom
-	}
-	p := ft.with(Policy{MaxAttempts: 4, BaseDelay: 10 * time.Millisecond, Rand: constRand(0.5)})
-	Do(context.Background(), fn, p)
-	// decorrelated at u = 0.5 from 10ms: 20ms (raised to the 2s hint), 35ms, 57.5ms
-	want := []time.Duration{2 * time.Second, 35 * time.Millisecond, 57500 * time.Microsecond}
-	if got := ft.Waits(); !slices.Equal(got, want) {
-		t.Errorf("Do() waits = %v; want %v", got, want)
 	}
 }
 
@@ -972,38 +887,6 @@ func TestOnRetryGetsDosCtx(t *testing.T) {
 	Do(ctx, failOnce, p)
 	if want := []any{"request 42", "request 42"}; !slices.Equal(seen, want) {
 		t.Errorf("OnRetry ctx values = %v; want %v", seen, want)
-	}
-}
-
-// A deadline that has passed wins over a hint, for
-// Policy.Timeout and for ctx's deadline alike.
-func TestPassedDeadlineWinsOverHint(t *testing.T) {
-	tests := []struct {
-		name       string
-		hint       time.Duration
-		p          Policy
-		ctxTimeout time.Duration
-		reason     Reason
-	}{
-		{"Timeout, 1ms hint", time.Millisecond, Policy{Timeout: time.Hour}, 0, DeadlineReached},
-		{"Timeout, hint above MaxDelay", time.Hour, Policy{Timeout: time.Hour}, 0, DeadlineReached},
-		{"ctx deadline, 1ms hint", time.Millisecond, Policy{}, time.Hour, DeadlineReached},
-		{"ctx deadline, hint above MaxDelay", time.Hour, Policy{}, time.Hour, DeadlineReached},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
-			fn := func(context.Context) error {
-				ft.advance(2 * time.Hour) // the call outlasts both deadlines
-				return hintErr(tt.hint)
-			}
-			err := Do(ctx, fn, ft.with(tt.p))
-			var re *RetryExhausted
-			if !errors.As(err, &re) || re.Reason != tt.reason {
-				t.Errorf("Do() = %v; want %v", err, tt.reason)
-			}
-		})
 	}
 }
 
