@@ -49,7 +49,9 @@ func TestNewBudgetRejectsBadArguments(t *testing.T) {
 	}
 }
 
-func TestBudgetStartsFullAndCapsDeposits(t *testing.T) {
+// A new Budget is full, deposits stop at the burst, and a nil Budget,
+// which is no budget, has +Inf tokens.
+func TestBudgetTokens(t *testing.T) {
 	b := NewBudget(0.5, 3)
 	if got := b.Tokens(); got != 3 {
 		t.Errorf("new Budget Tokens() = %v; want 3", got)
@@ -60,6 +62,9 @@ func TestBudgetStartsFullAndCapsDeposits(t *testing.T) {
 	if got := b.Tokens(); got != 3 {
 		t.Errorf("Tokens() after 10 successes = %v; want 3, the burst", got)
 	}
+	if got := (*Budget)(nil).Tokens(); !math.IsInf(got, 1) {
+		t.Errorf("(*Budget)(nil).Tokens() = %v; want +Inf", got)
+	}
 }
 
 func TestBudgetExhausted(t *testing.T) {
@@ -68,17 +73,13 @@ func TestBudgetExhausted(t *testing.T) {
 	fn := &flaky{n: 100, err: errBoom}
 	err := Do(context.Background(), fn.call, ft.with(Policy{Budget: b, Jitter: NoJitter}))
 	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != BudgetExhausted || re.Attempts != 3 {
-		t.Fatalf("Do() = %v; want BudgetExhausted after 3 attempts (2 retries)", err)
-	}
-	if !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, errBoom) {
-		t.Errorf("Do() = %v; want errors.Is to reach ErrBudgetExhausted and boom", err)
+	if !errors.As(err, &re) || re.Reason != BudgetExhausted || re.Attempts != 3 || !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, errBoom) {
+		t.Fatalf("Do() = %v; want BudgetExhausted after 3 attempts (2 retries), reaching ErrBudgetExhausted and boom", err)
 	}
 	if got := len(ft.Waits()); got != 2 {
 		t.Errorf("Do() waits = %d; want 2: no wait after the budget runs out", got)
 	}
-	want := "retry: gave up after 3 attempts in 300ms (retry budget exhausted): boom"
-	if err.Error() != want {
+	if want := "retry: gave up after 3 attempts in 300ms (retry budget exhausted): boom"; err.Error() != want {
 		t.Errorf("Do().Error() = %q; want %q", err, want)
 	}
 	if got := b.Tokens(); got != 0 {
@@ -86,8 +87,8 @@ func TestBudgetExhausted(t *testing.T) {
 	}
 }
 
-// TestBudgetBoundsRetries: retries ≤ ratio × calls + burst, whatever the
-// failure rate, and a healthy service never meets the budget.
+// Retries ≤ ratio × calls + burst, whatever the failure rate, and a
+// healthy service never meets the budget.
 func TestBudgetBoundsRetries(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -100,10 +101,9 @@ func TestBudgetBoundsRetries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			const calls, ratio, burst = 10_000, 0.1, 10
-			b := NewBudget(ratio, burst)
 			ft := newFakeTime()
 			retries, exhausted := 0, 0
-			p := ft.with(Policy{MaxAttempts: 3, Budget: b})
+			p := ft.with(Policy{MaxAttempts: 3, Budget: NewBudget(ratio, burst)})
 			p.OnRetry = func(context.Context, int, error, time.Duration) { retries++ }
 			for i := range calls {
 				fn := &flaky{n: 1, err: errBoom}
@@ -126,9 +126,11 @@ func TestBudgetBoundsRetries(t *testing.T) {
 	}
 }
 
+// Many goroutines spend a Budget down to below one token and never more
+// than it held; tokens taken and given back all return. Run it with -race.
 func TestBudgetConcurrent(t *testing.T) {
 	const goroutines, each, ratio, burst = 50, 200, 0.1, 10
-	b := NewBudget(ratio, burst)
+	b, refunded := NewBudget(ratio, burst), NewBudget(0, 3)
 	var retries atomic.Int64
 	p := Policy{MaxAttempts: 3, Budget: b, Jitter: zeroJitter}
 	p.OnRetry = func(context.Context, int, error, time.Duration) { retries.Add(1) }
@@ -138,41 +140,25 @@ func TestBudgetConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				Do(context.Background(), failOnce, p)
+				Do(context.Background(), failOnce, p) // wants 2 retries
+				if refunded.spend() {
+					refunded.refund()
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	// every call wants 2 retries, so the budget is spent down to below one
-	// token, and never more than it held
 	got, limit := retries.Load(), int64(ratio*goroutines*each)+burst
 	if got > limit || b.Tokens() >= 1 || b.Tokens() < 0 {
 		t.Errorf("retries, tokens left = %d, %v; want at most %d retries and under one token left", got, b.Tokens(), limit)
 	}
-}
-
-// TestBudgetLargestBurstDoesNotOverflow: at the largest burst, a deposit
-// into the full balance must stop at the burst, not wrap past
-// math.MaxInt64 into a negative balance that refuses every retry.
-func TestBudgetLargestBurstDoesNotOverflow(t *testing.T) {
-	const burst = math.MaxInt64 / tokenScale
-	b := NewBudget(1, burst)
-	b.earn()
-	if got := b.balance.Load(); got != b.capacity {
-		t.Fatalf("balance after a deposit into the full Budget = %d; want %d, the capacity", got, b.capacity)
-	}
-	fn := &flaky{n: 1, err: errBoom}
-	if err := Do(context.Background(), fn.call, newFakeTime().with(Policy{Budget: b})); err != nil || fn.calls != 2 {
-		t.Errorf("Do() = %v after %d calls; want nil after 2: the full Budget pays for the retry", err, fn.calls)
-	}
-	if got, want := b.balance.Load(), b.capacity-tokenScale; got != want {
-		t.Errorf("balance after one retry = %d; want %d, one token below the capacity", got, want)
+	if got := refunded.Tokens(); got != 3 {
+		t.Errorf("Tokens() after every spend was refunded = %v; want 3, the burst", got)
 	}
 }
 
-// TestBudgetDepositRoundsDown: a ratio that is not a whole number of
-// millionths must be rounded down, or calls that always fail get more
-// retries than ratio × calls + burst.
+// A ratio that is not a whole number of millionths is rounded down, or
+// calls that always fail get more retries than ratio × calls + burst.
 func TestBudgetDepositRoundsDown(t *testing.T) {
 	const calls, burst = 3_000_000, 1
 	for _, ratio := range []float64{5e-7, 1.5e-6} {
@@ -188,59 +174,36 @@ func TestBudgetDepositRoundsDown(t *testing.T) {
 			}
 		}
 		if limit := ratio*calls + burst; float64(retries) > limit {
-			t.Errorf("NewBudget(%v, %d) over %d failing calls: retries = %d; want at most ratio × calls + burst = %v",
-				ratio, burst, calls, retries, limit)
+			t.Errorf("NewBudget(%v, %d) over %d failing calls: retries = %d; want at most ratio × calls + burst = %v", ratio, burst, calls, retries, limit)
 		}
 	}
 }
 
-// TestBudgetRefund: refund gives back exactly the one token that spend
-// took, and never lifts the balance above the burst.
+// A refund gives back exactly the token that spend took, keeping a
+// fraction; neither a refund nor a deposit lifts the balance above the
+// burst, nor wraps it past math.MaxInt64 at the largest burst.
 func TestBudgetRefund(t *testing.T) {
 	b := NewBudget(0.5, 2)
 	b.spend()
 	b.spend()
 	b.earn() // 0.5 tokens: a fraction must survive the refund
-	b.refund()
-	if got := b.Tokens(); got != 1.5 {
-		t.Errorf("Tokens() after a refund to 0.5 tokens = %v; want 1.5", got)
+	for i, want := range []float64{1.5, 2, 2} {
+		if b.refund(); b.Tokens() != want {
+			t.Errorf("Tokens() after refund %d = %v; want %v", i+1, b.Tokens(), want)
+		}
 	}
-	b.refund()
-	if got := b.Tokens(); got != 2 {
-		t.Errorf("Tokens() after a refund to 1.5 tokens of 2 = %v; want 2, the burst", got)
-	}
-	b.refund()
-	if got := b.Tokens(); got != 2 {
-		t.Errorf("Tokens() after a refund to the full Budget = %v; want 2, the burst", got)
-	}
-
 	top := NewBudget(1, math.MaxInt64/tokenScale) // within a token of math.MaxInt64
-	top.refund()
-	if got := top.balance.Load(); got != top.capacity {
-		t.Errorf("balance after a refund to the largest full Budget = %d; want %d, the capacity", got, top.capacity)
+	for _, add := range []func(){top.refund, top.earn} {
+		if add(); top.balance.Load() != top.capacity {
+			t.Fatalf("balance after adding to the largest full Budget = %d; want %d, the capacity", top.balance.Load(), top.capacity)
+		}
 	}
-}
-
-// TestBudgetRefundConcurrent: tokens taken and given back by many
-// goroutines at once all return; run it with -race.
-func TestBudgetRefundConcurrent(t *testing.T) {
-	const goroutines, each, burst = 8, 1000, 3
-	b := NewBudget(0, burst)
-	var wg sync.WaitGroup
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				if b.spend() {
-					b.refund()
-				}
-			}
-		}()
+	fn := &flaky{n: 1, err: errBoom}
+	if err := Do(context.Background(), fn.call, newFakeTime().with(Policy{Budget: top})); err != nil || fn.calls != 2 {
+		t.Errorf("Do() = %v after %d calls; want nil after 2: the full Budget pays for the retry", err, fn.calls)
 	}
-	wg.Wait()
-	if got := b.Tokens(); got != burst {
-		t.Errorf("Tokens() after every spend was refunded = %v; want %v, the burst", got, burst)
+	if got, want := top.balance.Load(), top.capacity-tokenScale; got != want {
+		t.Errorf("balance after one retry = %d; want %d, one token below the capacity", got, want)
 	}
 }
 
@@ -301,44 +264,51 @@ func TestBudgetMetByCallsFailingOnce(t *testing.T) {
 	}
 }
 
-// The token of a retry is given back when the retry does not happen:
-// when ctx ends the wait, the Sleeper fails, or a panic in OnRetry, the
-// Sleeper or the Clock unwinds Do before fn is called again. The panic
-// reaches the caller as it was, and OnDone is not called. A retry that
-// happens keeps its token, even if fn then panics.
+// A retry takes a token only once the attempts, hints and deadlines allow
+// it, and gives it back when it does not happen: ctx ends the wait, the
+// Sleeper fails, or a panic in OnRetry, the Sleeper or the Clock unwinds Do
+// (which reaches the caller, without OnDone). A retry that happens keeps
+// its token, even if fn then panics.
 func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 	errSleep := errors.New("sleeper broke")
 	panicky := func(context.Context, time.Duration) error { panic(errSleep) }
+	noSleep := SleeperFunc(func(context.Context, time.Duration) error { return nil })
+	fake := func(p Policy) func(context.CancelFunc) Policy {
+		return func(context.CancelFunc) Policy { return newFakeTime().with(p) }
+	}
+	fails := func(err error) func(context.Context) error { return func(context.Context) error { return err } }
 	tests := []struct {
 		name   string
 		p      func(cancel context.CancelFunc) Policy
 		fn     func(context.Context) error
 		tokens float64 // of 2
 		panics bool
+		reason Reason // 0: not checked
 	}{
+		{"attempts ran out", fake(Policy{MaxAttempts: 1}), failOnce, 2, false, MaxAttemptsReached},
+		{"hint above MaxDelay", fake(Policy{MaxDelay: time.Second}), fails(hintErr(time.Minute)), 2, false, HintTooLong},
+		{"hint past Timeout", fake(Policy{Timeout: time.Second}), fails(hintErr(2 * time.Second)), 2, false, HintTooLong},
+		{"wait past Timeout", fake(Policy{Timeout: time.Second, BaseDelay: 2 * time.Second}), failOnce, 2, false, DeadlineReached},
 		{"ctx cancelled during the wait", func(cancel context.CancelFunc) Policy {
 			return Policy{Sleeper: SleeperFunc(func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() })}
-		}, failOnce, 2, false},
+		}, failOnce, 2, false, Canceled},
 		{"the Sleeper failed", func(context.CancelFunc) Policy {
 			return Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}
-		}, failOnce, 2, false},
-		{"the Sleeper panicked", func(context.CancelFunc) Policy { return Policy{Sleeper: SleeperFunc(panicky)} }, failOnce, 2, true},
+		}, failOnce, 2, false, SleepFailed},
+		{"the Sleeper panicked", func(context.CancelFunc) Policy { return Policy{Sleeper: SleeperFunc(panicky)} }, failOnce, 2, true, 0},
 		{"OnRetry panicked", func(context.CancelFunc) Policy {
 			return Policy{OnRetry: func(context.Context, int, error, time.Duration) { panic(errSleep) }}
-		}, failOnce, 2, true},
+		}, failOnce, 2, true, 0},
 		{"the Clock panicked after the wait", func(context.CancelFunc) Policy {
 			reads := 0
-			return Policy{Timeout: time.Hour, Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return nil }),
-				Clock: ClockFunc(func() time.Time {
-					if reads++; reads == 3 { // the start, the failure, then the end of the wait
-						panic(errSleep)
-					}
-					return time.Now()
-				})}
-		}, failOnce, 2, true},
-		{"fn panicked on the retry", func(context.CancelFunc) Policy {
-			return Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return nil })}
-		}, func() func(context.Context) error {
+			return Policy{Timeout: time.Hour, Sleeper: noSleep, Clock: ClockFunc(func() time.Time {
+				if reads++; reads == 3 { // the start, the failure, then the end of the wait
+					panic(errSleep)
+				}
+				return time.Now()
+			})}
+		}, failOnce, 2, true, 0},
+		{"fn panicked on the retry", func(context.CancelFunc) Policy { return Policy{Sleeper: noSleep} }, func() func(context.Context) error {
 			calls := 0
 			return func(context.Context) error {
 				if calls++; calls > 1 {
@@ -346,12 +316,12 @@ func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 				}
 				return errBoom
 			}
-		}(), 1, true},
-		{"the retry happened", func(context.CancelFunc) Policy { return newFakeTime().with(Policy{}) }, (&flaky{n: 1, err: errBoom}).call, 1, false},
+		}(), 1, true, 0},
+		{"the retry happened", fake(Policy{}), (&flaky{n: 1, err: errBoom}).call, 1, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := NewBudget(0, 2)
+			b := NewBudget(0, 2) // earns nothing: only a spent token changes the balance
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			p := tt.p(cancel)
@@ -359,15 +329,20 @@ func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 			done := false
 			p.OnDone = func(context.Context, int, time.Duration, error) { done = true }
 			var recovered any
+			var err error
 			func() {
 				defer func() { recovered = recover() }()
-				Do(ctx, tt.fn, p)
+				err = Do(ctx, tt.fn, p)
 			}()
 			if got := b.Tokens(); got != tt.tokens {
 				t.Errorf("Tokens() = %v; want %v", got, tt.tokens)
 			}
 			if tt.panics && (recovered != errSleep || done) {
 				t.Errorf("recovered %v, OnDone called %v; want %v, false", recovered, done, errSleep)
+			}
+			var re *RetryExhausted
+			if tt.reason != 0 && (!errors.As(err, &re) || re.Reason != tt.reason) {
+				t.Errorf("Do() = %v; want Reason %v", err, tt.reason)
 			}
 		})
 	}

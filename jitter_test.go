@@ -451,6 +451,9 @@ func checkJitterSpec(t *testing.T, name string, n int, base, max, prev time.Dura
 	}
 }
 
+// durationSink keeps the compiler from optimising the jitters away.
+var durationSink time.Duration
+
 func BenchmarkJitter(b *testing.B) {
 	for _, j := range jitters {
 		b.Run(j.name, func(b *testing.B) {
