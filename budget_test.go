@@ -5,52 +5,53 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
+// NewBudget's bad arguments make a Budget that fails Validate, and so Do,
+// with a message that names the argument.
 func TestNewBudgetRejectsBadArguments(t *testing.T) {
 	tests := []struct {
 		ratio float64
 		burst int
-		want  string
+		want  string // after "retry: invalid policy: NewBudget "; "" for valid arguments
 	}{
-		{-0.1, 10, "ratio is -0.1"},
-		{1.5, 10, "ratio is 1.5"},
-		{math.NaN(), 10, "ratio is NaN"},
-		{math.Inf(1), 10, "ratio is +Inf"},
-		{0.1, -1, "burst is -1"},
-		{0.1, 0, "burst is 0"}, // a balance capped at 0 can never hold a token
-		{1, 0, "burst is 0"},
-		{0, 0, "burst is 0"},
-		{0.1, math.MaxInt, "burst is"},
+		{-0.1, 10, "ratio is -0.1; want it in [0, 1]"},
+		{1.5, 1, "ratio is 1.5; want it in [0, 1]"},
+		{math.NaN(), 10, "ratio is NaN; want it in [0, 1]"},
+		{math.Inf(1), 10, "ratio is +Inf; want it in [0, 1]"},
+		{0.1, -1, "burst is -1; want 1 or more"},
+		{0.1, 0, "burst is 0; want 1 or more"}, // a balance capped at 0 can never hold a token
+		{1, 0, "burst is 0; want 1 or more"},
+		{0, 0, "burst is 0; want 1 or more"},
+		{0.1, math.MaxInt, "burst is 9223372036854775807; want at most 9223372036854"},
+		{0, 1, ""}, {1, 1, ""}, {0.1, 10, ""}, {0.5, math.MaxInt64 / tokenScale, ""},
 	}
 	for _, tt := range tests {
-		b := NewBudget(tt.ratio, tt.burst)
-		p := Policy{Budget: b}
+		p := Policy{Budget: NewBudget(tt.ratio, tt.burst)}
 		err := p.Validate()
-		if !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("NewBudget(%v, %d): Validate() = %v; want ErrInvalidPolicy saying %q", tt.ratio, tt.burst, err, tt.want)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("NewBudget(%v, %d): Validate() = %v; want nil", tt.ratio, tt.burst, err)
+			}
+			continue
+		}
+		if want := "retry: invalid policy: NewBudget " + tt.want; !errors.Is(err, ErrInvalidPolicy) || err.Error() != want {
+			t.Errorf("NewBudget(%v, %d): Validate() = %v; want ErrInvalidPolicy, %q", tt.ratio, tt.burst, err, want)
 		}
 		fn := &flaky{}
 		if err := Do(context.Background(), fn.call, p); !errors.Is(err, ErrInvalidPolicy) || fn.calls != 0 {
 			t.Errorf("NewBudget(%v, %d): Do() = %v after %d calls; want ErrInvalidPolicy after 0", tt.ratio, tt.burst, err, fn.calls)
 		}
 	}
-	for _, ok := range []struct {
-		ratio float64
-		burst int
-	}{{0, 1}, {1, 1}, {0.1, 10}, {0.5, math.MaxInt64 / tokenScale}} {
-		if err := (Policy{Budget: NewBudget(ok.ratio, ok.burst)}).Validate(); err != nil {
-			t.Errorf("NewBudget(%v, %d): Validate() = %v; want nil", ok.ratio, ok.burst, err)
-		}
-	}
 }
 
-func TestBudgetStartsFullAndCapsDeposits(t *testing.T) {
+// A new Budget is full, deposits stop at the burst, and a nil Budget,
+// which is no budget, has +Inf tokens.
+func TestBudgetTokens(t *testing.T) {
 	b := NewBudget(0.5, 3)
 	if got := b.Tokens(); got != 3 {
 		t.Errorf("new Budget Tokens() = %v; want 3", got)
@@ -61,6 +62,9 @@ func TestBudgetStartsFullAndCapsDeposits(t *testing.T) {
 	if got := b.Tokens(); got != 3 {
 		t.Errorf("Tokens() after 10 successes = %v; want 3, the burst", got)
 	}
+	if got := (*Budget)(nil).Tokens(); !math.IsInf(got, 1) {
+		t.Errorf("(*Budget)(nil).Tokens() = %v; want +Inf", got)
+	}
 }
 
 func TestBudgetExhausted(t *testing.T) {
@@ -69,17 +73,13 @@ func TestBudgetExhausted(t *testing.T) {
 	fn := &flaky{n: 100, err: errBoom}
 	err := Do(context.Background(), fn.call, ft.with(Policy{Budget: b, Jitter: NoJitter}))
 	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != BudgetExhausted || re.Attempts != 3 {
-		t.Fatalf("Do() = %v; want BudgetExhausted after 3 attempts (2 retries)", err)
-	}
-	if !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, errBoom) {
-		t.Errorf("Do() = %v; want errors.Is to reach ErrBudgetExhausted and boom", err)
+	if !errors.As(err, &re) || re.Reason != BudgetExhausted || re.Attempts != 3 || !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, errBoom) {
+		t.Fatalf("Do() = %v; want BudgetExhausted after 3 attempts (2 retries), reaching ErrBudgetExhausted and boom", err)
 	}
 	if got := len(ft.Waits()); got != 2 {
 		t.Errorf("Do() waits = %d; want 2: no wait after the budget runs out", got)
 	}
-	want := "retry: gave up after 3 attempts in 300ms (retry budget exhausted): boom"
-	if err.Error() != want {
+	if want := "retry: gave up after 3 attempts in 300ms (retry budget exhausted): boom"; err.Error() != want {
 		t.Errorf("Do().Error() = %q; want %q", err, want)
 	}
 	if got := b.Tokens(); got != 0 {
@@ -87,21 +87,8 @@ func TestBudgetExhausted(t *testing.T) {
 	}
 }
 
-// TestZeroBudgetIsInvalid: a Budget not made by NewBudget has no capacity,
-// so it could never allow a retry; Validate says so instead.
-func TestZeroBudgetIsInvalid(t *testing.T) {
-	p := Policy{Budget: &Budget{}}
-	if err := p.Validate(); !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "NewBudget") {
-		t.Errorf("Validate() with a zero Budget = %v; want ErrInvalidPolicy saying to use NewBudget", err)
-	}
-	fn := &flaky{n: 100, err: errBoom}
-	if err := Do(context.Background(), fn.call, newFakeTime().with(p)); !errors.Is(err, ErrInvalidPolicy) || fn.calls != 0 {
-		t.Errorf("Do() with a zero Budget = %v after %d calls; want ErrInvalidPolicy after 0", err, fn.calls)
-	}
-}
-
-// TestBudgetBoundsRetries: retries ≤ ratio × calls + burst, whatever the
-// failure rate, and a healthy service never meets the budget.
+// Retries ≤ ratio × calls + burst, whatever the failure rate, and a
+// healthy service never meets the budget.
 func TestBudgetBoundsRetries(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -114,10 +101,9 @@ func TestBudgetBoundsRetries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			const calls, ratio, burst = 10_000, 0.1, 10
-			b := NewBudget(ratio, burst)
 			ft := newFakeTime()
 			retries, exhausted := 0, 0
-			p := ft.with(Policy{MaxAttempts: 3, Budget: b})
+			p := ft.with(Policy{MaxAttempts: 3, Budget: NewBudget(ratio, burst)})
 			p.OnRetry = func(context.Context, int, error, time.Duration) { retries++ }
 			for i := range calls {
 				fn := &flaky{n: 1, err: errBoom}
@@ -140,9 +126,11 @@ func TestBudgetBoundsRetries(t *testing.T) {
 	}
 }
 
+// Many goroutines spend a Budget down to below one token and never more
+// than it held; tokens taken and given back all return. Run it with -race.
 func TestBudgetConcurrent(t *testing.T) {
 	const goroutines, each, ratio, burst = 50, 200, 0.1, 10
-	b := NewBudget(ratio, burst)
+	b, refunded := NewBudget(ratio, burst), NewBudget(0, 3)
 	var retries atomic.Int64
 	p := Policy{MaxAttempts: 3, Budget: b, Jitter: zeroJitter}
 	p.OnRetry = func(context.Context, int, error, time.Duration) { retries.Add(1) }
@@ -152,41 +140,25 @@ func TestBudgetConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				Do(context.Background(), failOnce, p)
+				Do(context.Background(), failOnce, p) // wants 2 retries
+				if refunded.spend() {
+					refunded.refund()
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	// every call wants 2 retries, so the budget is spent down to below one
-	// token, and never more than it held
 	got, limit := retries.Load(), int64(ratio*goroutines*each)+burst
 	if got > limit || b.Tokens() >= 1 || b.Tokens() < 0 {
 		t.Errorf("retries, tokens left = %d, %v; want at most %d retries and under one token left", got, b.Tokens(), limit)
 	}
-}
-
-// TestBudgetLargestBurstDoesNotOverflow: at the largest burst, a deposit
-// into the full balance must stop at the burst, not wrap past
-// math.MaxInt64 into a negative balance that refuses every retry.
-func TestBudgetLargestBurstDoesNotOverflow(t *testing.T) {
-	const burst = math.MaxInt64 / tokenScale
-	b := NewBudget(1, burst)
-	b.earn()
-	if got := b.balance.Load(); got != b.capacity {
-		t.Fatalf("balance after a deposit into the full Budget = %d; want %d, the capacity", got, b.capacity)
-	}
-	fn := &flaky{n: 1, err: errBoom}
-	if err := Do(context.Background(), fn.call, newFakeTime().with(Policy{Budget: b})); err != nil || fn.calls != 2 {
-		t.Errorf("Do() = %v after %d calls; want nil after 2: the full Budget pays for the retry", err, fn.calls)
-	}
-	if got, want := b.balance.Load(), b.capacity-tokenScale; got != want {
-		t.Errorf("balance after one retry = %d; want %d, one token below the capacity", got, want)
+	if got := refunded.Tokens(); got != 3 {
+		t.Errorf("Tokens() after every spend was refunded = %v; want 3, the burst", got)
 	}
 }
 
-// TestBudgetDepositRoundsDown: a ratio that is not a whole number of
-// millionths must be rounded down, or calls that always fail get more
-// retries than ratio × calls + burst.
+// A ratio that is not a whole number of millionths is rounded down, or
+// calls that always fail get more retries than ratio × calls + burst.
 func TestBudgetDepositRoundsDown(t *testing.T) {
 	const calls, burst = 3_000_000, 1
 	for _, ratio := range []float64{5e-7, 1.5e-6} {
@@ -202,109 +174,70 @@ func TestBudgetDepositRoundsDown(t *testing.T) {
 			}
 		}
 		if limit := ratio*calls + burst; float64(retries) > limit {
-			t.Errorf("NewBudget(%v, %d) over %d failing calls: retries = %d; want at most ratio × calls + burst = %v",
-				ratio, burst, calls, retries, limit)
+			t.Errorf("NewBudget(%v, %d) over %d failing calls: retries = %d; want at most ratio × calls + burst = %v", ratio, burst, calls, retries, limit)
 		}
 	}
 }
 
-// TestBudgetRefund: refund gives back exactly the one token that spend
-// took, and never lifts the balance above the burst.
+// A refund gives back exactly the token that spend took, keeping a
+// fraction; neither a refund nor a deposit lifts the balance above the
+// burst, nor wraps it past math.MaxInt64 at the largest burst.
 func TestBudgetRefund(t *testing.T) {
 	b := NewBudget(0.5, 2)
 	b.spend()
 	b.spend()
 	b.earn() // 0.5 tokens: a fraction must survive the refund
-	b.refund()
-	if got := b.Tokens(); got != 1.5 {
-		t.Errorf("Tokens() after a refund to 0.5 tokens = %v; want 1.5", got)
+	for i, want := range []float64{1.5, 2, 2} {
+		if b.refund(); b.Tokens() != want {
+			t.Errorf("Tokens() after refund %d = %v; want %v", i+1, b.Tokens(), want)
+		}
 	}
-	b.refund()
-	if got := b.Tokens(); got != 2 {
-		t.Errorf("Tokens() after a refund to 1.5 tokens of 2 = %v; want 2, the burst", got)
-	}
-	b.refund()
-	if got := b.Tokens(); got != 2 {
-		t.Errorf("Tokens() after a refund to the full Budget = %v; want 2, the burst", got)
-	}
-
 	top := NewBudget(1, math.MaxInt64/tokenScale) // within a token of math.MaxInt64
-	top.refund()
-	if got := top.balance.Load(); got != top.capacity {
-		t.Errorf("balance after a refund to the largest full Budget = %d; want %d, the capacity", got, top.capacity)
-	}
-}
-
-// TestBudgetRefundConcurrent: tokens taken and given back by many
-// goroutines at once all return; run it with -race.
-func TestBudgetRefundConcurrent(t *testing.T) {
-	const goroutines, each, burst = 8, 1000, 3
-	b := NewBudget(0, burst)
-	var wg sync.WaitGroup
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				if b.spend() {
-					b.refund()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if got := b.Tokens(); got != burst {
-		t.Errorf("Tokens() after every spend was refunded = %v; want %v, the burst", got, burst)
-	}
-}
-
-// meetBudget makes calls through Do, each failing once with probability
-// failRate and then succeeding, with b in the Policy. It returns how many
-// calls failed and how many of those met the Budget instead of retrying.
-func meetBudget(b *Budget, failRate float64, calls int, seed uint64) (failing, met int) {
-	r := rand.New(rand.NewPCG(seed, 10))
-	p := Policy{
-		Budget:  b,
-		Rand:    constRand(0.5),
-		Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return nil }),
-		Clock:   ClockFunc(func() time.Time { return time.Time{} }),
-	}
-	for range calls {
-		fn := &flaky{err: errBoom}
-		if r.Float64() < failRate {
-			fn.n, failing = 1, failing+1
-		}
-		if errors.Is(Do(context.Background(), fn.call, p), ErrBudgetExhausted) {
-			met++
+	for _, add := range []func(){top.refund, top.earn} {
+		if add(); top.balance.Load() != top.capacity {
+			t.Fatalf("balance after adding to the largest full Budget = %d; want %d, the capacity", top.balance.Load(), top.capacity)
 		}
 	}
-	return failing, met
+	fn := &flaky{n: 1, err: errBoom}
+	if err := Do(context.Background(), fn.call, newFakeTime().with(Policy{Budget: top})); err != nil || fn.calls != 2 {
+		t.Errorf("Do() = %v after %d calls; want nil after 2: the full Budget pays for the retry", err, fn.calls)
+	}
+	if got, want := top.balance.Load(), top.capacity-tokenScale; got != want {
+		t.Errorf("balance after one retry = %d; want %d, one token below the capacity", got, want)
+	}
 }
 
-// TestBudgetMetByCallsFailingOnce measures how many calls that fail once
-// meet the Budget instead of retrying, at failure rates at or below the
-// ratio; the Budget doc quotes the figures, which
-//
-//	go test -run TestBudgetMetByCallsFailingOnce -v .
-//
-// prints. A failure rate below the ratio is not enough: a burst of one
-// token is spent by one failure and refuses the next that comes within two
-// calls.
+// How many calls that fail once meet the Budget instead of retrying, at
+// failure rates at or below the ratio; the README quotes the figures that -v
+// prints. One token of burst is spent by one failure and refuses the next.
 func TestBudgetMetByCallsFailingOnce(t *testing.T) {
-	const calls, seed = 100_000, 1
+	const calls = 100_000
 	tests := []struct {
 		ratio    float64
 		burst    int
 		failRate float64
 		lo, hi   float64 // bounds on the percentage of failing calls that met the Budget
 	}{
-		{0.1, 10, 0.05, 0, 0}, // the doc says none
+		{0.1, 10, 0.05, 0, 0}, // the README says none
 		{0.1, 10, 0.10, 2, 8},
 		{0.5, 1, 0.05, 3.5, 6.5}, // near 5/105: met when the call before retried
 		{0.5, 1, 0.10, 7.5, 10.5},
 	}
 	for _, tt := range tests {
-		failing, met := meetBudget(NewBudget(tt.ratio, tt.burst), tt.failRate, calls, seed)
+		r := rand.New(rand.NewPCG(1, 10))
+		p := Policy{Budget: NewBudget(tt.ratio, tt.burst), Rand: constRand(0.5),
+			Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return nil }),
+			Clock:   ClockFunc(func() time.Time { return time.Time{} })}
+		failing, met := 0, 0
+		for range calls {
+			fn := &flaky{err: errBoom}
+			if r.Float64() < tt.failRate {
+				fn.n, failing = 1, failing+1
+			}
+			if errors.Is(Do(context.Background(), fn.call, p), ErrBudgetExhausted) {
+				met++
+			}
+		}
 		pct := 100 * float64(met) / float64(failing)
 		t.Logf("NewBudget(%v, %d), %v%% of %d calls failing once: %d of %d failing calls met the Budget (%.2f%%)",
 			tt.ratio, tt.burst, 100*tt.failRate, calls, met, failing, pct)
@@ -315,44 +248,51 @@ func TestBudgetMetByCallsFailingOnce(t *testing.T) {
 	}
 }
 
-// The token of a retry is given back when the retry does not happen:
-// when ctx ends the wait, the Sleeper fails, or a panic in OnRetry, the
-// Sleeper or the Clock unwinds Do before fn is called again. The panic
-// reaches the caller as it was, and OnDone is not called. A retry that
-// happens keeps its token, even if fn then panics.
+// A retry takes a token only once the attempts, hints and deadlines allow
+// it, and gives it back when it does not happen: ctx ends the wait, the
+// Sleeper fails, or a panic in OnRetry, the Sleeper or the Clock unwinds Do
+// (which reaches the caller, without OnDone). A retry that happens keeps
+// its token, even if fn then panics.
 func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 	errSleep := errors.New("sleeper broke")
 	panicky := func(context.Context, time.Duration) error { panic(errSleep) }
+	noSleep := SleeperFunc(func(context.Context, time.Duration) error { return nil })
+	fake := func(p Policy) func(context.CancelFunc) Policy {
+		return func(context.CancelFunc) Policy { return newFakeTime().with(p) }
+	}
+	fails := func(err error) func(context.Context) error { return func(context.Context) error { return err } }
 	tests := []struct {
 		name   string
 		p      func(cancel context.CancelFunc) Policy
 		fn     func(context.Context) error
 		tokens float64 // of 2
 		panics bool
+		reason Reason // 0: not checked
 	}{
+		{"attempts ran out", fake(Policy{MaxAttempts: 1}), failOnce, 2, false, MaxAttemptsReached},
+		{"hint above MaxDelay", fake(Policy{MaxDelay: time.Second}), fails(hintErr(time.Minute)), 2, false, HintTooLong},
+		{"hint past Timeout", fake(Policy{Timeout: time.Second}), fails(hintErr(2 * time.Second)), 2, false, HintTooLong},
+		{"wait past Timeout", fake(Policy{Timeout: time.Second, BaseDelay: 2 * time.Second}), failOnce, 2, false, DeadlineReached},
 		{"ctx cancelled during the wait", func(cancel context.CancelFunc) Policy {
 			return Policy{Sleeper: SleeperFunc(func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() })}
-		}, failOnce, 2, false},
+		}, failOnce, 2, false, Canceled},
 		{"the Sleeper failed", func(context.CancelFunc) Policy {
 			return Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}
-		}, failOnce, 2, false},
-		{"the Sleeper panicked", func(context.CancelFunc) Policy { return Policy{Sleeper: SleeperFunc(panicky)} }, failOnce, 2, true},
+		}, failOnce, 2, false, SleepFailed},
+		{"the Sleeper panicked", func(context.CancelFunc) Policy { return Policy{Sleeper: SleeperFunc(panicky)} }, failOnce, 2, true, 0},
 		{"OnRetry panicked", func(context.CancelFunc) Policy {
 			return Policy{OnRetry: func(context.Context, int, error, time.Duration) { panic(errSleep) }}
-		}, failOnce, 2, true},
+		}, failOnce, 2, true, 0},
 		{"the Clock panicked after the wait", func(context.CancelFunc) Policy {
 			reads := 0
-			return Policy{Timeout: time.Hour, Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return nil }),
-				Clock: ClockFunc(func() time.Time {
-					if reads++; reads == 3 { // the start, the failure, then the end of the wait
-						panic(errSleep)
-					}
-					return time.Now()
-				})}
-		}, failOnce, 2, true},
-		{"fn panicked on the retry", func(context.CancelFunc) Policy {
-			return Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return nil })}
-		}, func() func(context.Context) error {
+			return Policy{Timeout: time.Hour, Sleeper: noSleep, Clock: ClockFunc(func() time.Time {
+				if reads++; reads == 3 { // the start, the failure, then the end of the wait
+					panic(errSleep)
+				}
+				return time.Now()
+			})}
+		}, failOnce, 2, true, 0},
+		{"fn panicked on the retry", func(context.CancelFunc) Policy { return Policy{Sleeper: noSleep} }, func() func(context.Context) error {
 			calls := 0
 			return func(context.Context) error {
 				if calls++; calls > 1 {
@@ -360,12 +300,12 @@ func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 				}
 				return errBoom
 			}
-		}(), 1, true},
-		{"the retry happened", func(context.CancelFunc) Policy { return newFakeTime().with(Policy{}) }, (&flaky{n: 1, err: errBoom}).call, 1, false},
+		}(), 1, true, 0},
+		{"the retry happened", fake(Policy{}), (&flaky{n: 1, err: errBoom}).call, 1, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := NewBudget(0, 2)
+			b := NewBudget(0, 2) // earns nothing: only a spent token changes the balance
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			p := tt.p(cancel)
@@ -373,15 +313,20 @@ func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 			done := false
 			p.OnDone = func(context.Context, int, time.Duration, error) { done = true }
 			var recovered any
+			var err error
 			func() {
 				defer func() { recovered = recover() }()
-				Do(ctx, tt.fn, p)
+				err = Do(ctx, tt.fn, p)
 			}()
 			if got := b.Tokens(); got != tt.tokens {
 				t.Errorf("Tokens() = %v; want %v", got, tt.tokens)
 			}
 			if tt.panics && (recovered != errSleep || done) {
 				t.Errorf("recovered %v, OnDone called %v; want %v, false", recovered, done, errSleep)
+			}
+			var re *RetryExhausted
+			if tt.reason != 0 && (!errors.As(err, &re) || re.Reason != tt.reason) {
+				t.Errorf("Do() = %v; want Reason %v", err, tt.reason)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -30,9 +31,9 @@ func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f.advance(d)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
 	f.waits = append(f.waits, d)
 	return nil
 }
@@ -81,13 +82,77 @@ func (f *flaky) call(context.Context) error {
 	return nil
 }
 
+var errBoom = errors.New("boom")
+
+func failOnce(context.Context) error { return errBoom }
+
 // hintErr is an error that asks for a wait through RetryAfter.
 type hintErr time.Duration
 
 func (h hintErr) Error() string             { return "slow down" }
 func (h hintErr) RetryAfter() time.Duration { return time.Duration(h) }
 
-var errBoom = errors.New("boom")
+// wrapHint is an error with a RetryAfter hint that wraps another error.
+type wrapHint struct {
+	d   time.Duration
+	err error
+}
+
+func (w wrapHint) Error() string             { return "wrapped: " + w.err.Error() }
+func (w wrapHint) RetryAfter() time.Duration { return w.d }
+func (w wrapHint) Unwrap() error             { return w.err }
+
+type customErr struct{ s string }
+
+func (e *customErr) Error() string { return e.s }
+
+// unwrapsToNil wraps nothing: its Unwrap returns nil.
+type unwrapsToNil struct{}
+
+func (unwrapsToNil) Error() string { return "wraps nothing" }
+func (unwrapsToNil) Unwrap() error { return nil }
 
 // constRand returns a Rand that always answers u.
 func constRand(u float64) func() float64 { return func() float64 { return u } }
+
+// seqRand returns a seeded Rand, for one goroutine at a time.
+func seqRand(seed uint64) func() float64 { return rand.New(rand.NewPCG(seed, 0)).Float64 }
+
+func zeroJitter(int, time.Duration, time.Duration, time.Duration, float64) time.Duration { return 0 }
+
+// doneCall is one call of OnDone.
+type doneCall struct {
+	ctx      context.Context
+	attempts int
+	elapsed  time.Duration
+	err      error
+}
+
+// assertDeadlineReached checks that Do gave up ahead of a deadline: Reason
+// DeadlineReached, Cause context.DeadlineExceeded, reaching boom.
+func assertDeadlineReached(t *testing.T, err error, attempts int) {
+	t.Helper()
+	var re *RetryExhausted
+	if !errors.As(err, &re) {
+		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
+	}
+	if re.Reason != DeadlineReached || re.Attempts != attempts || re.Cause != context.DeadlineExceeded || !errors.Is(err, errBoom) {
+		t.Errorf("Do() = %v (reason %v, attempts %d, Cause %v); want DeadlineReached, %d, context.DeadlineExceeded, reaching boom",
+			err, re.Reason, re.Attempts, re.Cause, attempts)
+	}
+}
+
+// assertCanceled checks that Do gave up with Canceled, reaching ctxErr and boom.
+func assertCanceled(t *testing.T, err, ctxErr error, attempts int) {
+	t.Helper()
+	var re *RetryExhausted
+	if !errors.As(err, &re) {
+		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
+	}
+	if re.Reason != Canceled || re.Attempts != attempts {
+		t.Errorf("Do() reason, attempts = %v, %d; want %v, %d", re.Reason, re.Attempts, Canceled, attempts)
+	}
+	if !errors.Is(err, ctxErr) || !errors.Is(err, errBoom) {
+		t.Errorf("Do() = %v; want errors.Is to reach both %v and boom", err, ctxErr)
+	}
+}

@@ -21,51 +21,9 @@ var jitters = []struct {
 // justBelow1 is the largest float64 below 1, the most math/rand/v2 returns.
 const justBelow1 = 1 - 1.0/(1<<53)
 
-func TestJitterFormulas(t *testing.T) {
-	const (
-		ms   = time.Millisecond
-		base = 100 * ms
-		max  = 10 * time.Second
-	)
-	tests := []struct {
-		name string
-		f    Jitter
-		n    int
-		prev time.Duration
-		u    float64
-		want time.Duration
-	}{
-		{"NoJitter n=0", NoJitter, 0, base, 0.7, 100 * ms},
-		{"NoJitter n=3", NoJitter, 3, base, 0.7, 800 * ms},
-		{"NoJitter capped", NoJitter, 7, base, 0.7, max},
-		{"FullJitter u=0", FullJitter, 3, base, 0, 0},
-		{"FullJitter u=0.5", FullJitter, 3, base, 0.5, 400 * ms},
-		{"FullJitter u<1", FullJitter, 3, base, justBelow1, 800*ms - 1},
-		{"FullJitter capped", FullJitter, 20, base, 0.5, max / 2},
-		{"EqualJitter u=0", EqualJitter, 3, base, 0, 400 * ms},
-		{"EqualJitter u=0.5", EqualJitter, 3, base, 0.5, 600 * ms},
-		{"EqualJitter u<1", EqualJitter, 3, base, justBelow1, 800*ms - 1},
-		{"Decorrelated u=0", DecorrelatedJitter, 0, base, 0, base},
-		{"Decorrelated u=0.5", DecorrelatedJitter, 0, 1 * time.Second, 0.5, 1550 * ms},
-		{"Decorrelated u<1", DecorrelatedJitter, 0, 1 * time.Second, justBelow1, 3*time.Second - 1},
-		{"Decorrelated prev below base", DecorrelatedJitter, 0, 0, 0.5, 200 * ms},
-		{"Decorrelated capped", DecorrelatedJitter, 0, 5 * time.Second, 0.9, max},
-		{"Decorrelated ignores n", DecorrelatedJitter, 40, base, 0, base},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.f(tt.n, base, max, tt.prev, tt.u); got != tt.want {
-				t.Errorf("%s(%d, %v, %v, %v, %v) = %v; want %v", tt.name, tt.n, base, max, tt.prev, tt.u, got, tt.want)
-			}
-		})
-	}
-}
-
-// TestJitterExact pins each formula where an off-by-one or a wrong clamp
-// shows: base·2ⁿ just below, at and just above max; shifts near 63;
-// durations near math.MaxInt64; u at 0, 0.5, just below 1 and 1; and
-// arguments out of range. Each want is the documented formula worked out
-// by hand, in whole nanoseconds rounded down.
+// Each formula where an off-by-one or a wrong clamp shows: base·2ⁿ near
+// max, shifts near 63, durations near math.MaxInt64, u at its ends, and
+// arguments out of range; each want worked out by hand, rounded down.
 func TestJitterExact(t *testing.T) {
 	const (
 		top = time.Duration(math.MaxInt64)
@@ -79,6 +37,9 @@ func TestJitterExact(t *testing.T) {
 		u               float64
 		want            time.Duration
 	}{
+		{"NoJitter n=0", NoJitter, 0, 100 * ms, 10 * time.Second, 0, 0.7, 100 * ms},
+		{"NoJitter n=3", NoJitter, 3, 100 * ms, 10 * time.Second, 0, 0.7, 800 * ms},
+		{"NoJitter capped", NoJitter, 7, 100 * ms, 10 * time.Second, 0, 0.7, 10 * time.Second},
 		{"NoJitter base·2ⁿ below max", NoJitter, 1, 1, 3, 0, 0, 2},
 		{"NoJitter base·2ⁿ above max", NoJitter, 2, 1, 3, 0, 0, 3},
 		{"NoJitter base·2ⁿ at max", NoJitter, 1, 1, 2, 0, 0, 2},
@@ -121,6 +82,7 @@ func TestJitterExact(t *testing.T) {
 		{"FullJitter u=0.5, d=2⁶²", FullJitter, 62, 1, top, 0, 0.5, 1 << 61},
 		{"FullJitter u just below 1, d=2⁶²", FullJitter, 62, 1, top, 0, justBelow1, 1<<62 - 1<<9},
 		{"FullJitter u=1, d=2⁶²+1", FullJitter, 0, 1<<62 + 1, top, 0, 1, 1<<62 + 1},
+		{"FullJitter capped", FullJitter, 20, 100 * ms, 10 * time.Second, 0, 0.5, 5 * time.Second},
 		{"FullJitter base above max", FullJitter, 0, 20, 10, 0, 0.5, 5},
 		{"FullJitter max -1", FullJitter, 0, 5, -1, 0, 1, 0},
 
@@ -145,6 +107,11 @@ func TestJitterExact(t *testing.T) {
 		{"DecorrelatedJitter u=1.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, 1.5, 300 * ms},
 		{"DecorrelatedJitter u=-0.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, -0.5, 100 * ms},
 		{"DecorrelatedJitter prev -1s", DecorrelatedJitter, 0, 100 * ms, time.Second, -time.Second, 1, 300 * ms},
+		{"DecorrelatedJitter prev 0, below base", DecorrelatedJitter, 0, 100 * ms, 10 * time.Second, 0, 0.5, 200 * ms},
+		{"DecorrelatedJitter u=0.5, prev 1s", DecorrelatedJitter, 0, 100 * ms, 10 * time.Second, time.Second, 0.5, 1550 * ms},
+		{"DecorrelatedJitter u just below 1, prev 1s", DecorrelatedJitter, 0, 100 * ms, 10 * time.Second, time.Second, justBelow1, 3*time.Second - 1},
+		{"DecorrelatedJitter capped", DecorrelatedJitter, 0, 100 * ms, 10 * time.Second, 5 * time.Second, 0.9, 10 * time.Second},
+		{"DecorrelatedJitter ignores n", DecorrelatedJitter, 40, 100 * ms, 10 * time.Second, 100 * ms, 0, 100 * ms},
 		{"DecorrelatedJitter at max", DecorrelatedJitter, 0, 1, 9, 3, 1, 9},
 		{"DecorrelatedJitter just above max", DecorrelatedJitter, 0, 1, 8, 3, 1, 8},
 		{"DecorrelatedJitter prev above max, u=0", DecorrelatedJitter, 0, 100 * ms, time.Second, 20 * time.Second, 0, 100 * ms},
@@ -165,11 +132,8 @@ func TestJitterExact(t *testing.T) {
 	}
 }
 
-// TestJitterNearTheTop checks DecorrelatedJitter where its formula lands
-// within a few nanoseconds of math.MaxInt64 without reaching it. There
-// float64 counts in steps of 1024ns, so the wait may differ from the exact
-// value by a step or two; want is the exact value, and the check allows
-// two steps. A wait of base, or a wrapped one, is far outside.
+// DecorrelatedJitter within a few ns of math.MaxInt64, where float64 counts
+// in steps of 1024ns: the wait is the exact value within two steps.
 func TestJitterNearTheTop(t *testing.T) {
 	const top = time.Duration(math.MaxInt64)
 	const slack = 2048
@@ -196,8 +160,8 @@ func TestJitterNearTheTop(t *testing.T) {
 	}
 }
 
-// TestJitterBounds checks every jitter function at the edges where retry
-// libraries overflow: huge n, durations near math.MaxInt64, u at its ends.
+// Every jitter stays in [0, max] (DecorrelatedJitter in [base, max]) where
+// retry libraries overflow: huge n, durations near math.MaxInt64, u at its ends.
 func TestJitterBounds(t *testing.T) {
 	durations := []time.Duration{0, 1, time.Millisecond, time.Second, time.Hour, math.MaxInt64 / 3, math.MaxInt64/2 + 1, math.MaxInt64 - 1, math.MaxInt64}
 	ns := []int{0, 1, 2, 30, 62, 63, 64, 100, 1 << 20, math.MaxInt - 1, math.MaxInt}
@@ -220,9 +184,8 @@ func TestJitterBounds(t *testing.T) {
 	}
 }
 
-// checkJitterBounds returns f's wait for the arguments, after failing t
-// if it lies outside [0, max], or below base for DecorrelatedJitter, with
-// base and max clamped as the Jitter doc says.
+// checkJitterBounds returns f's wait, failing t if it lies outside [0, max]
+// (or below base for DecorrelatedJitter), base and max clamped as documented.
 func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, prev time.Duration, u float64) time.Duration {
 	t.Helper()
 	got := f(n, base, max, prev, u)
@@ -236,10 +199,8 @@ func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, pr
 	return got
 }
 
-// TestJitterSpec checks every jitter function against its documented
-// formula (checkJitterSpec) at seeded random arguments, drawn half from the
-// edges where an off-by-one or an overflow shows and half from the whole
-// range, so that the oracle runs on every go test, not only under -fuzz.
+// Every jitter is its documented formula (checkJitterSpec) at seeded random
+// arguments, half at the edges and half from the whole range.
 func TestJitterSpec(t *testing.T) {
 	const top = math.MaxInt64
 	edges := []int64{-1, 0, 1, 2, 3, 7, 1<<53 + 1, top/3 - 1, top / 3, top/3 + 1, top / 2, top/2 + 1, 1<<62 + 1, top - 1, top}
@@ -265,8 +226,8 @@ func TestJitterSpec(t *testing.T) {
 	}
 }
 
-// TestJitterMonotonic checks that the exponential grows with n up to the
-// cap and never falls back, which an overflow in base·2ⁿ would cause.
+// The exponential grows with n up to the cap and never falls back, as an
+// overflow in base·2ⁿ would make it.
 func TestJitterMonotonic(t *testing.T) {
 	for _, base := range []time.Duration{1, time.Millisecond, 3 * time.Second, math.MaxInt64 / 5} {
 		max := time.Duration(math.MaxInt64)
@@ -284,8 +245,7 @@ func TestJitterMonotonic(t *testing.T) {
 	}
 }
 
-// TestJitterEdges documents what each function makes of arguments out of
-// range (the nearest value in range) and of the top of the range.
+// Each jitter reads an argument out of range as the nearest value in range.
 func TestJitterEdges(t *testing.T) {
 	const base, max = 100 * time.Millisecond, time.Second
 	tests := []struct {
@@ -317,7 +277,7 @@ func TestJitterEdges(t *testing.T) {
 	}
 }
 
-// TestJitterIsPure checks that the same arguments give the same wait.
+// The same arguments give the same wait.
 func TestJitterIsPure(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, j := range jitters {
@@ -333,13 +293,9 @@ func TestJitterIsPure(t *testing.T) {
 	}
 }
 
-// The oracle below computes each Jitter's value from the formula in its
-// doc, in exact arithmetic with math/big, without the package's helpers,
-// so that it cannot share their bugs.
-
-// specArgs returns the arguments clamped as the Jitter doc says: a
-// negative n counts as 0, a negative duration as 0, a base above max as
-// max, and a u outside [0, 1] or NaN as the nearest bound (NaN as 0).
+// specArgs returns the arguments clamped as the Jitter doc says. With
+// specJitter, it is an oracle in exact math/big arithmetic that shares no
+// code with the package.
 func specArgs(n int, base, max, prev time.Duration, u float64) (int, time.Duration, time.Duration, time.Duration, float64) {
 	if n < 0 {
 		n = 0
@@ -412,21 +368,11 @@ func specJitter(name string, n int, base, max, prev time.Duration, u float64) *b
 	panic("specJitter: no formula for " + name)
 }
 
-// checkJitterSpec fails t unless got, the wait the named Jitter returned
-// for the arguments, is the value specJitter gives there.
-//
-// NoJitter's value is a whole number of nanoseconds: got must equal it.
-// The others scale by u, which the package does in float64 before it
-// truncates to whole nanoseconds; so got may lie below the exact value e
-// by up to 1ns for the truncation (1.5ns for EqualJitter, whose halves of
-// an odd d are whole nanoseconds too), and either side of it by
-// ε = e·2⁻⁴⁸ for float64 rounding: each float64 operation is off by at
-// most 2⁻⁵³ of its result, and DecorrelatedJitter makes about seven (3·p
-// among them), so the error stays below 8·2⁻⁵³ = 2⁻⁵⁰ of e; three million
-// random arguments near the edges showed at most 2⁻⁵¹, and 2⁻⁴⁸ leaves
-// a margin. ε is below 1ns up to e = 2⁴⁸ns (3 days) and 32µs at the top
-// of the range: far less than the factor of 2 of an off-by-one n, or any
-// wrong clamp.
+// checkJitterSpec fails t unless got is specJitter's exact value e: equal
+// for NoJitter; for the others, which scale in float64 and truncate, in
+// [e − 1ns − ε, e + ε] (1.5ns for EqualJitter's halves), ε = e·2⁻⁴⁸: their
+// few float64 operations err below 2⁻⁵⁰ of e, far less than an off-by-one n
+// or a wrong clamp would.
 func checkJitterSpec(t *testing.T, name string, n int, base, max, prev time.Duration, u float64, got time.Duration) {
 	t.Helper()
 	e := specJitter(name, n, base, max, prev, u)
@@ -448,5 +394,21 @@ func checkJitterSpec(t *testing.T, name string, n int, base, max, prev time.Dura
 	if g.Cmp(lo) < 0 || g.Cmp(hi) > 0 {
 		t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %s within [-%s-ε, +ε], ε = %s",
 			name, n, base, max, prev, u, got, e.FloatString(3), below.FloatString(1), eps.FloatString(3))
+	}
+}
+
+// durationSink keeps the compiler from optimising the jitters away.
+var durationSink time.Duration
+
+func BenchmarkJitter(b *testing.B) {
+	for _, j := range jitters {
+		b.Run(j.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var d time.Duration
+			for i := range b.N {
+				d += j.f(i&63, time.Millisecond, time.Minute, d&(1<<30-1), 0.5)
+			}
+			durationSink = d
+		})
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -18,692 +18,86 @@ import (
 	"time"
 )
 
-// TestDoAttempts: fn is called at most MaxAttempts times, success ends
-// the run at once, and no wait follows the last attempt.
+// Do and DoValue refuse a nil ctx or fn, without calling OnDone.
+func TestNilArguments(t *testing.T) {
+	onDone := 0
+	p := Policy{OnDone: func(context.Context, int, time.Duration, error) { onDone++ }}
+	//lint:ignore SA1012 a nil context is the input under test
+	if err := Do(nil, failOnce, p); err == nil || err.Error() != "retry: nil context" {
+		t.Errorf("Do(nil ctx) = %v; want %q", err, "retry: nil context")
+	}
+	if err := Do(context.Background(), nil, p); err == nil || err.Error() != "retry: nil fn" {
+		t.Errorf("Do(nil fn) = %v; want %q", err, "retry: nil fn")
+	}
+	if _, err := DoValue[int](context.Background(), nil, p); err == nil || err.Error() != "retry: nil fn" {
+		t.Errorf("DoValue(nil fn) = %v; want %q", err, "retry: nil fn")
+	}
+	if onDone != 0 {
+		t.Errorf("OnDone calls = %d; want 0", onDone)
+	}
+}
+
+// fn is called at most MaxAttempts times, the first call included, with a
+// wait between each two; then Do gives up with MaxAttemptsReached.
 func TestDoAttempts(t *testing.T) {
 	tests := []struct {
 		name        string
 		maxAttempts int
 		failures    int
-		wantCalls   int
-		wantErr     bool
+		calls       int
 	}{
-		{"success at once", 5, 0, 1, false},
-		{"success on the third call", 5, 2, 3, false},
-		{"success on the last call", 5, 4, 5, false},
-		{"exhausted", 5, 10, 5, true},
-		{"zero means five", 0, 10, 5, true},
-		{"one means no retries", 1, 10, 1, true},
-		{"two", 2, 10, 2, true},
+		{"success at once", 5, 0, 1},
+		{"success on the third call", 5, 2, 3},
+		{"success on the last call", 5, 4, 5},
+		{"exhausted", 5, 10, 5},
+		{"zero means five", 0, 10, 5},
+		{"one means no retries", 1, 10, 1},
+		{"two", 2, 10, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
 			fn := &flaky{n: tt.failures, err: errBoom}
 			err := Do(context.Background(), fn.call, ft.with(Policy{MaxAttempts: tt.maxAttempts}))
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("Do() = %v; want error %v", err, tt.wantErr)
+			waits := ft.Waits()
+			if fn.calls != tt.calls || len(waits) != tt.calls-1 {
+				t.Errorf("Do() calls, waits = %d, %d; want %d, %d", fn.calls, len(waits), tt.calls, tt.calls-1)
 			}
-			if fn.calls != tt.wantCalls {
-				t.Errorf("Do() calls = %d; want %d", fn.calls, tt.wantCalls)
+			var elapsed time.Duration
+			for _, w := range waits {
+				elapsed += w
 			}
-			if got := len(ft.Waits()); got != tt.wantCalls-1 {
-				t.Errorf("Do() waits = %d; want %d (one between each two calls)", got, tt.wantCalls-1)
+			var re *RetryExhausted
+			if tt.failures < tt.calls && err != nil || tt.failures >= tt.calls && (!errors.As(err, &re) || re.Reason != MaxAttemptsReached ||
+				re.Attempts != tt.calls || re.Elapsed != elapsed || re.Last != errBoom || re.Cause != nil) {
+				t.Errorf("Do() = %#v; want nil, or MaxAttemptsReached after %d attempts in %v, Last boom, no Cause", err, tt.calls, elapsed)
 			}
 		})
 	}
 }
 
+// DoValue returns the value of the call that succeeded, or the zero value
+// with Do's error; OnDone sees the call once.
 func TestDoValue(t *testing.T) {
 	ft := newFakeTime()
+	var done []doneCall
+	p := ft.with(Policy{OnDone: func(ctx context.Context, attempts int, elapsed time.Duration, err error) {
+		done = append(done, doneCall{ctx, attempts, elapsed, err})
+	}})
 	calls := 0
 	v, err := DoValue(context.Background(), func(context.Context) (string, error) {
-		calls++
-		if calls < 3 {
+		if calls++; calls < 3 {
 			return "partial", errBoom
 		}
 		return "done", nil
-	}, ft.with(Policy{}))
-	if v != "done" || err != nil || calls != 3 {
-		t.Errorf("DoValue() = %q, %v after %d calls; want \"done\", nil after 3", v, err, calls)
+	}, p)
+	if v != "done" || err != nil || calls != 3 || len(done) != 1 || done[0].attempts != 3 || done[0].err != nil {
+		t.Errorf("DoValue() = %q, %v after %d calls, OnDone calls %+v; want \"done\", nil after 3, one OnDone with 3 attempts", v, err, calls, done)
 	}
-
-	v, err = DoValue(context.Background(), func(context.Context) (string, error) {
-		return "partial", errBoom
-	}, ft.with(Policy{MaxAttempts: 2}))
+	v, err = DoValue(context.Background(), func(context.Context) (string, error) { return "partial", errBoom }, ft.with(Policy{MaxAttempts: 2}))
 	if v != "" || !errors.Is(err, errBoom) {
 		t.Errorf("DoValue() = %q, %v; want the zero value and an error that wraps boom", v, err)
 	}
-}
-
-// TestNonRetryableErrorReturnedAsIs: a non-retryable error comes back at
-// once, after one attempt, as fn returned it, Permanent mark included.
-func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
-	notFound := &customErr{"not found"}
-	wrapped := fmt.Errorf("get: %w", Permanent(notFound))
-	joined := errors.Join(errBoom, Permanent(notFound))
-	retryAll := func(error) bool { return true }
-	tests := []struct {
-		name string
-		err  error // what fn returns
-		p    Policy
-	}{
-		{"predicate says no", notFound, Policy{IsRetryable: func(err error) bool { return err != notFound }}},
-		{"Permanent, outermost", Permanent(notFound), Policy{}},
-		{"Permanent, wrapped", wrapped, Policy{}},
-		{"Permanent, joined", joined, Policy{}},
-		{"Permanent wins over IsRetryable", Permanent(notFound), Policy{IsRetryable: retryAll}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			onRetry := 0
-			p := ft.with(tt.p)
-			p.OnRetry = func(context.Context, int, error, time.Duration) { onRetry++ }
-			fn := &flaky{n: 10, err: tt.err}
-			err := Do(context.Background(), fn.call, p)
-			if err != tt.err {
-				t.Errorf("Do() = %#v; want %#v, the same value", err, tt.err)
-			}
-			if fn.calls != 1 || len(ft.Waits()) != 0 || onRetry != 0 {
-				t.Errorf("Do() calls, waits, OnRetry = %d, %d, %d; want 1, 0, 0", fn.calls, len(ft.Waits()), onRetry)
-			}
-		})
-	}
-}
-
-type customErr struct{ s string }
-
-func (e *customErr) Error() string { return e.s }
-
-// TestRetryExhausted: *RetryExhausted says what happened and reaches the
-// last error.
-func TestRetryExhausted(t *testing.T) {
-	ft := newFakeTime()
-	last := &customErr{"connection refused"}
-	fn := &flaky{n: 10, err: fmt.Errorf("dial: %w", last)}
-	p := ft.with(Policy{MaxAttempts: 3, Jitter: NoJitter})
-	err := Do(context.Background(), fn.call, p)
-
-	var re *RetryExhausted
-	if !errors.As(err, &re) {
-		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
-	}
-	if re.Attempts != 3 || re.Elapsed != 300*time.Millisecond || re.Reason != MaxAttemptsReached || re.Cause != nil {
-		t.Errorf("Do() = %+v; want 3 attempts in 300ms, MaxAttemptsReached, no Cause", re)
-	}
-	var ce *customErr
-	if !errors.As(err, &ce) || ce != last {
-		t.Errorf("errors.As(Do(), *customErr) = %v; want the last error", ce)
-	}
-	if !errors.Is(err, last) {
-		t.Errorf("errors.Is(Do(), last) = false; want true")
-	}
-	want := "retry: gave up after 3 attempts in 300ms (max attempts reached): dial: connection refused"
-	if err.Error() != want {
-		t.Errorf("Do().Error() = %q; want %q", err, want)
-	}
-}
-
-func TestRetryExhaustedError(t *testing.T) {
-	tests := []struct {
-		err  *RetryExhausted
-		want string
-	}{
-		{&RetryExhausted{Attempts: 1, Elapsed: 0, Last: errBoom, Reason: HintTooLong},
-			"retry: gave up after 1 attempt in 0s (retry-after hint too long): boom"},
-		{&RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: Canceled, Cause: context.Canceled},
-			"retry: gave up after 2 attempts in 1s (canceled: context canceled): boom"},
-		{&RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: SleepFailed, Cause: errors.New("clock device gone")},
-			"retry: gave up after 2 attempts in 1s (sleep failed: clock device gone): boom"},
-		{&RetryExhausted{Attempts: 3, Last: errBoom, Reason: BudgetExhausted, Cause: ErrBudgetExhausted},
-			"retry: gave up after 3 attempts in 0s (retry budget exhausted): boom"},
-		{&RetryExhausted{Attempts: 4, Elapsed: time.Minute, Last: errBoom, Reason: DeadlineReached},
-			"retry: gave up after 4 attempts in 1m0s (deadline reached): boom"},
-		{&RetryExhausted{Reason: Reason(99)},
-			"retry: gave up after 0 attempts in 0s (Reason(99))"},
-		{&RetryExhausted{Attempts: 2, Last: errors.Join(errBoom, errors.New("bang")), Reason: SleepFailed, Cause: errors.Join(errors.New("a"), errors.New("b"))},
-			"retry: gave up after 2 attempts in 0s (sleep failed: a; b): boom; bang"},
-	}
-	for _, tt := range tests {
-		if got := tt.err.Error(); got != tt.want {
-			t.Errorf("Error() = %q; want %q", got, tt.want)
-		}
-		if got := tt.err.Error(); strings.ToLower(got) != got && tt.err.Reason != Reason(99) {
-			t.Errorf("Error() = %q; want lowercase", got)
-		}
-	}
-	if got := (&RetryExhausted{}).Unwrap(); len(got) != 0 {
-		t.Errorf("Unwrap() of an empty RetryExhausted = %v; want no errors", got)
-	}
-}
-
-// TestReasonString: the String of each Reason is promised stable within v1,
-// since dashboards and alerts match it as a metric label; an unknown Reason
-// reads Reason(N).
-func TestReasonString(t *testing.T) {
-	for r, want := range map[Reason]string{
-		MaxAttemptsReached:  "max attempts reached",
-		DeadlineReached:     "deadline reached",
-		Canceled:            "canceled",
-		HintTooLong:         "retry-after hint too long",
-		SleepFailed:         "sleep failed",
-		BudgetExhausted:     "retry budget exhausted",
-		0:                   "Reason(0)",
-		-1:                  "Reason(-1)",
-		BudgetExhausted + 1: "Reason(7)", // the first value past the table
-	} {
-		if got := r.String(); got != want {
-			t.Errorf("Reason(%d).String() = %q; want %q", int(r), got, want)
-		}
-	}
-}
-
-// TestTimeout: the Timeout ends the retries without clipping a wait,
-// bounds fn's ctx, and still lets fn run once.
-func TestTimeout(t *testing.T) {
-	t.Run("a wait that would outlast the deadline is not started", func(t *testing.T) {
-		ft := newFakeTime()
-		fn := &flaky{n: 100, err: errBoom}
-		p := ft.with(Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: time.Minute, Timeout: 10 * time.Second, Jitter: NoJitter})
-		err := Do(context.Background(), fn.call, p)
-		// waits 1s, 2s, 4s; at 7s the next wait, 8s, would end after the deadline
-		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
-		if got := ft.Waits(); !slices.Equal(got, want) {
-			t.Errorf("Do() waits = %v; want %v", got, want)
-		}
-		var re *RetryExhausted
-		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 4 || re.Elapsed != 7*time.Second {
-			t.Errorf("Do() = %v; want DeadlineReached after 4 attempts in 7s", err)
-		}
-	})
-	t.Run("a wait ending exactly at the deadline is not started", func(t *testing.T) {
-		ft := newFakeTime()
-		p := ft.with(Policy{BaseDelay: time.Second, MaxDelay: time.Second, Timeout: time.Second, Jitter: NoJitter})
-		fn := &flaky{n: 100, err: errBoom}
-		err := Do(context.Background(), fn.call, p)
-		var re *RetryExhausted
-		if !errors.As(err, &re) || re.Reason != DeadlineReached || fn.calls != 1 || len(ft.Waits()) != 0 {
-			t.Errorf("Do() = %v after %d calls, waits %v; want DeadlineReached after 1 call, no wait", err, fn.calls, ft.Waits())
-		}
-	})
-	t.Run("a 1ns deadline", func(t *testing.T) {
-		ft := newFakeTime()
-		p := ft.with(Policy{Timeout: time.Nanosecond})
-		fn := &flaky{n: 100, err: errBoom}
-		err := Do(context.Background(), fn.call, p)
-		var re *RetryExhausted
-		if !errors.As(err, &re) || re.Reason != DeadlineReached || fn.calls != 1 {
-			t.Errorf("Do() = %v after %d calls; want DeadlineReached after 1", err, fn.calls)
-		}
-	})
-	t.Run("herd spreads: waits are not clipped to end together", func(t *testing.T) {
-		ends := map[time.Duration]int{}
-		for seed := range 20 {
-			ft := newFakeTime()
-			start := ft.Now()
-			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 100 * time.Millisecond, Timeout: 5 * time.Second, Rand: seqRand(uint64(seed))})
-			Do(context.Background(), (&flaky{n: 1000, err: errBoom}).call, p)
-			ends[ft.Now().Sub(start)]++
-		}
-		for end, n := range ends {
-			if n > 2 {
-				t.Errorf("%d of 20 clients made their last attempt at %v; want them spread", n, end)
-			}
-		}
-	})
-	t.Run("no wait ends at or after the deadline", func(t *testing.T) {
-		for seed := range 50 {
-			ft := newFakeTime()
-			start := ft.Now()
-			deadline := 3 * time.Second
-			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Timeout: deadline, Rand: seqRand(uint64(seed))})
-			p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
-				if end := ft.Now().Add(wait); end.Sub(start) >= deadline {
-					t.Fatalf("seed %d: a wait of %v ends %v after the start; want before %v", seed, wait, end.Sub(start), deadline)
-				}
-			}
-			Do(context.Background(), (&flaky{n: 1000, err: errBoom}).call, p)
-		}
-	})
-	t.Run("fn runs once even when the deadline has passed", func(t *testing.T) {
-		ft := newFakeTime()
-		calls := 0
-		fn := func(context.Context) error {
-			calls++
-			ft.advance(time.Hour) // the first call outlasts the whole budget
-			return errBoom
-		}
-		err := Do(context.Background(), fn, ft.with(Policy{Timeout: time.Second}))
-		var re *RetryExhausted
-		if calls != 1 || !errors.As(err, &re) || re.Reason != DeadlineReached || len(ft.Waits()) != 0 {
-			t.Errorf("Do() = %v after %d calls and %d waits; want DeadlineReached after 1 call, no wait", err, calls, len(ft.Waits()))
-		}
-	})
-}
-
-// TestContext: ctx stops the run, and the error reaches both ctx's error
-// and the last error.
-func TestContext(t *testing.T) {
-	t.Run("done before the first call", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		fn := &flaky{n: 1, err: errBoom}
-		if err := Do(ctx, fn.call, Policy{}); err != context.Canceled || fn.calls != 0 {
-			t.Errorf("Do() = %v after %d calls; want context.Canceled after 0", err, fn.calls)
-		}
-	})
-	t.Run("canceled during fn", func(t *testing.T) {
-		ft := newFakeTime()
-		ctx, cancel := context.WithCancel(context.Background())
-		calls, retries := 0, 0
-		fn := func(context.Context) error { calls++; cancel(); return errBoom }
-		p := ft.with(Policy{})
-		p.OnRetry = func(context.Context, int, error, time.Duration) { retries++ }
-		err := Do(ctx, fn, p)
-		assertCanceled(t, err, context.Canceled, 1)
-		if calls != 1 || len(ft.Waits()) != 0 || retries != 0 {
-			t.Errorf("Do() calls, waits, OnRetry calls = %d, %d, %d; want 1, 0, 0", calls, len(ft.Waits()), retries)
-		}
-	})
-	t.Run("canceled during the wait", func(t *testing.T) {
-		ft := newFakeTime()
-		ctx, cancel := context.WithCancel(context.Background())
-		p := ft.with(Policy{})
-		p.Sleeper = SleeperFunc(func(ctx context.Context, d time.Duration) error {
-			cancel() // as if ctx ended halfway through the wait
-			return ctx.Err()
-		})
-		fn := &flaky{n: 10, err: errBoom}
-		err := Do(ctx, fn.call, p)
-		assertCanceled(t, err, context.Canceled, 1)
-		if fn.calls != 1 {
-			t.Errorf("Do() calls = %d; want 1: no attempt after ctx is done", fn.calls)
-		}
-	})
-	t.Run("ctx deadline before the next wait ends", func(t *testing.T) {
-		ft := newFakeTime()
-		ctx := ft.deadlineCtx(t, time.Hour)
-		fn := &flaky{n: 10, err: errBoom}
-		p := ft.with(Policy{BaseDelay: 40 * time.Minute, MaxDelay: 2 * time.Hour, Jitter: NoJitter})
-		err := Do(ctx, fn.call, p)
-		// 40m fits in the hour; the next wait, 80m, would outlast it
-		assertDeadlineReached(t, err, 2)
-		if got, want := ft.Waits(), []time.Duration{40 * time.Minute}; !slices.Equal(got, want) {
-			t.Errorf("Do() waits = %v; want %v", got, want)
-		}
-	})
-}
-
-// assertDeadlineReached checks that Do gave up ahead of a deadline, with
-// DeadlineReached, Cause context.DeadlineExceeded, and Last boom.
-func assertDeadlineReached(t *testing.T, err error, attempts int) {
-	t.Helper()
-	var re *RetryExhausted
-	if !errors.As(err, &re) {
-		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
-	}
-	if re.Reason != DeadlineReached || re.Attempts != attempts || re.Cause != context.DeadlineExceeded || !errors.Is(err, errBoom) {
-		t.Errorf("Do() = %v (reason %v, attempts %d, Cause %v); want DeadlineReached, %d, context.DeadlineExceeded, reaching boom",
-			err, re.Reason, re.Attempts, re.Cause, attempts)
-	}
-}
-
-func assertCanceled(t *testing.T, err, ctxErr error, attempts int) {
-	t.Helper()
-	var re *RetryExhausted
-	if !errors.As(err, &re) {
-		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
-	}
-	if re.Reason != Canceled || re.Attempts != attempts {
-		t.Errorf("Do() reason, attempts = %v, %d; want %v, %d", re.Reason, re.Attempts, Canceled, attempts)
-	}
-	if !errors.Is(err, ctxErr) || !errors.Is(err, errBoom) {
-		t.Errorf("Do() = %v; want errors.Is to reach both %v and boom", err, ctxErr)
-	}
-}
-
-// TestRetryAfterHint: a RetryAfter hint sets the least wait, and a hint the
-// policy cannot honour ends the run without a wait.
-func TestRetryAfterHint(t *testing.T) {
-	tests := []struct {
-		name       string
-		err        error
-		p          Policy
-		ctxTimeout time.Duration
-		wantWaits  []time.Duration
-		wantReason Reason
-	}{
-		{"hint longer than the jitter", hintErr(5 * time.Second), Policy{MaxAttempts: 3}, 0,
-			[]time.Duration{5 * time.Second, 5 * time.Second}, MaxAttemptsReached},
-		{"hint shorter than the jitter", hintErr(time.Millisecond), Policy{MaxAttempts: 2, Jitter: NoJitter}, 0,
-			[]time.Duration{100 * time.Millisecond}, MaxAttemptsReached},
-		{"hint wrapped", fmt.Errorf("get: %w", hintErr(2*time.Second)), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
-		{"hint joined", errors.Join(errBoom, hintErr(2*time.Second)), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
-		{"zero hint ignored", hintErr(0), Policy{MaxAttempts: 2, Jitter: NoJitter}, 0,
-			[]time.Duration{100 * time.Millisecond}, MaxAttemptsReached},
-		{"hint equal to MaxDelay", hintErr(time.Second), Policy{MaxAttempts: 2, MaxDelay: time.Second}, 0,
-			[]time.Duration{time.Second}, MaxAttemptsReached},
-		{"hint above MaxDelay", hintErr(31 * time.Second), Policy{}, 0,
-			nil, HintTooLong},
-		{"hint beyond Timeout", hintErr(10 * time.Second), Policy{Timeout: 5 * time.Second}, 0,
-			nil, HintTooLong},
-		{"hint beyond ctx deadline", hintErr(10 * time.Second), Policy{}, 5 * time.Second,
-			nil, HintTooLong},
-		{"hint that fits before ctx deadline", hintErr(time.Second), Policy{MaxAttempts: 2}, time.Hour,
-			[]time.Duration{time.Second}, MaxAttemptsReached},
-		{"hint equal to ctx's time left", hintErr(time.Hour), Policy{MaxDelay: 2 * time.Hour}, time.Hour,
-			nil, HintTooLong},
-		{"hint equal to Timeout's time left", hintErr(5 * time.Second), Policy{Timeout: 5 * time.Second}, 0,
-			nil, HintTooLong},
-		{"hint that fits before Timeout", hintErr(4 * time.Second), Policy{MaxAttempts: 2, Timeout: 5 * time.Second}, 0,
-			[]time.Duration{4 * time.Second}, MaxAttemptsReached},
-		{"1ns hint", hintErr(1), Policy{MaxAttempts: 2, Jitter: zeroJitter}, 0,
-			[]time.Duration{1}, MaxAttemptsReached},
-		{"zero hint outside a positive one", wrapHint{0, hintErr(2 * time.Second)}, Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
-		{"positive hint outside another", wrapHint{3 * time.Second, hintErr(2 * time.Second)}, Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{3 * time.Second}, MaxAttemptsReached},
-		{"1ns hint outside a longer one", wrapHint{1, hintErr(2 * time.Second)}, Policy{MaxAttempts: 2, Jitter: zeroJitter}, 0,
-			[]time.Duration{1}, MaxAttemptsReached}, // the first positive hint counts, however short
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
-			fn := &flaky{n: 100, err: tt.err}
-			p := ft.with(tt.p)
-			p.Rand = constRand(0) // the default Jitter then waits BaseDelay
-			err := Do(ctx, fn.call, p)
-			if got := ft.Waits(); !slices.Equal(got, tt.wantWaits) {
-				t.Errorf("Do() waits = %v; want %v", got, tt.wantWaits)
-			}
-			var re *RetryExhausted
-			if !errors.As(err, &re) || re.Reason != tt.wantReason || !errors.Is(err, tt.err) {
-				t.Errorf("Do() = %v; want a *RetryExhausted for %v that wraps %v", err, tt.wantReason, tt.err)
-			}
-		})
-	}
-}
-
-// TestOnRetry: OnRetry sees the failed attempt, its error and the wait.
-func TestOnRetry(t *testing.T) {
-	ft := newFakeTime()
-	type call struct {
-		attempt int
-		err     error
-		wait    time.Duration
-	}
-	var got []call
-	p := ft.with(Policy{MaxAttempts: 4, Rand: seqRand(1)})
-	p.OnRetry = func(_ context.Context, attempt int, err error, wait time.Duration) {
-		got = append(got, call{attempt, err, wait})
-	}
-	errs := []error{errors.New("e1"), errors.New("e2"), errors.New("e3"), errors.New("e4")}
-	i := 0
-	Do(context.Background(), func(context.Context) error { i++; return errs[i-1] }, p)
-
-	waits := ft.Waits()
-	if len(got) != 3 || len(waits) != 3 {
-		t.Fatalf("OnRetry calls, waits = %d, %d; want 3, 3", len(got), len(waits))
-	}
-	for i, c := range got {
-		if c.attempt != i+1 || c.err != errs[i] || c.wait != waits[i] {
-			t.Errorf("OnRetry call %d = %d, %v, %v; want %d, %v, %v", i, c.attempt, c.err, c.wait, i+1, errs[i], waits[i])
-		}
-	}
-}
-
-// TestScheduleIsDeterministic: a seeded Rand gives the same schedule, and
-// every wait of the default Jitter lies in [BaseDelay, MaxDelay].
-func TestScheduleIsDeterministic(t *testing.T) {
-	schedule := func(seed uint64) []time.Duration {
-		ft := newFakeTime()
-		p := ft.with(Policy{MaxAttempts: 20, MaxDelay: 5 * time.Second, Rand: seqRand(seed)})
-		Do(context.Background(), (&flaky{n: 100, err: errBoom}).call, p)
-		return ft.Waits()
-	}
-	a, b := schedule(7), schedule(7)
-	if !slices.Equal(a, b) {
-		t.Errorf("waits with seed 7 = %v, then %v; want the same", a, b)
-	}
-	if c := schedule(8); slices.Equal(a, c) {
-		t.Errorf("waits with seeds 7 and 8 = %v; want different schedules", a)
-	}
-	for _, w := range a {
-		if w < DefaultBaseDelay || w > 5*time.Second {
-			t.Errorf("wait %v; want it in [%v, 5s]", w, DefaultBaseDelay)
-		}
-	}
-}
-
-// TestInvalidPolicy: invalid input is an error, never a panic.
-func TestInvalidPolicy(t *testing.T) {
-	tests := []struct {
-		p     Policy
-		field string
-	}{
-		{Policy{MaxAttempts: -1}, "MaxAttempts"},
-		{Policy{BaseDelay: -time.Second}, "BaseDelay"},
-		{Policy{MaxDelay: -time.Second}, "MaxDelay"},
-		{Policy{Timeout: -time.Second}, "Timeout"},
-		{Policy{AttemptTimeout: -time.Second}, "AttemptTimeout"},
-		{Policy{Clock: ClockFunc(nil)}, "Clock is a nil ClockFunc"},
-		{Policy{Sleeper: SleeperFunc(nil)}, "Sleeper is a nil SleeperFunc"},
-		{Policy{BaseDelay: time.Second, MaxDelay: time.Millisecond}, "MaxDelay"},
-		{Policy{BaseDelay: time.Minute, MaxDelay: 30 * time.Second}, "MaxDelay 30s is below BaseDelay 1m0s"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.field, func(t *testing.T) {
-			err := tt.p.Validate()
-			if !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), tt.field) {
-				t.Errorf("Validate() = %v; want ErrInvalidPolicy naming %s", err, tt.field)
-			}
-			fn := &flaky{}
-			if err := Do(context.Background(), fn.call, tt.p); !errors.Is(err, ErrInvalidPolicy) || fn.calls != 0 {
-				t.Errorf("Do() = %v after %d calls; want ErrInvalidPolicy after 0", err, fn.calls)
-			}
-		})
-	}
-}
-
-// TestInvalidPolicyMessage: Validate names the first field out of range,
-// in the order of Policy's fields, and the smallest negative value, -1ns,
-// is out of range like any other.
-func TestInvalidPolicyMessage(t *testing.T) {
-	tests := []struct {
-		name string
-		p    Policy
-		want string
-	}{
-		{"MaxAttempts -1", Policy{MaxAttempts: -1},
-			"retry: invalid policy: MaxAttempts is -1; want 0 (meaning 5) or more"},
-		{"BaseDelay -1ns", Policy{BaseDelay: -1},
-			"retry: invalid policy: BaseDelay is -1ns; want 0 (meaning 100ms) or more"},
-		{"MaxDelay -1ns", Policy{MaxDelay: -1},
-			"retry: invalid policy: MaxDelay is -1ns; want 0 (meaning 30s) or more"},
-		{"Timeout -1ns", Policy{Timeout: -1},
-			"retry: invalid policy: Timeout is -1ns; want 0 (meaning none) or more"},
-		{"AttemptTimeout -1ns", Policy{AttemptTimeout: -1},
-			"retry: invalid policy: AttemptTimeout is -1ns; want 0 (meaning none) or more"},
-		{"MaxDelay before Timeout and Budget", Policy{MaxDelay: -time.Second, Timeout: -time.Second, Budget: NewBudget(2, 1)},
-			"retry: invalid policy: MaxDelay is -1s; want 0 (meaning 30s) or more"},
-		{"MaxDelay below BaseDelay", Policy{BaseDelay: time.Second, MaxDelay: time.Second - 1},
-			"retry: invalid policy: MaxDelay 999.999999ms is below BaseDelay 1s"},
-		{"Budget ratio", Policy{Budget: NewBudget(1.5, 1)},
-			"retry: invalid policy: NewBudget ratio is 1.5; want it in [0, 1]"},
-		{"Budget burst", Policy{Budget: NewBudget(0.1, 0)},
-			"retry: invalid policy: NewBudget burst is 0; want 1 or more"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.p.Validate(); err == nil || err.Error() != tt.want {
-				t.Errorf("Validate() = %v; want %q", err, tt.want)
-			}
-			fn := &flaky{}
-			if err := Do(context.Background(), fn.call, tt.p); err == nil || err.Error() != tt.want || fn.calls != 0 {
-				t.Errorf("Do() = %v after %d calls; want %q after 0", err, fn.calls, tt.want)
-			}
-		})
-	}
-}
-
-func TestValidPolicies(t *testing.T) {
-	for _, p := range []Policy{
-		{},
-		{MaxAttempts: 1, BaseDelay: time.Second, MaxDelay: time.Second},
-		{BaseDelay: time.Second}, // MaxDelay's default, 30s, is above it
-		{MaxDelay: DefaultBaseDelay},
-	} {
-		if err := p.Validate(); err != nil {
-			t.Errorf("%+v.Validate() = %v; want nil", p, err)
-		}
-	}
-}
-
-func TestNilArguments(t *testing.T) {
-	//lint:ignore SA1012 a nil context is the input under test
-	if err := Do(nil, func(context.Context) error { return nil }, Policy{}); err == nil || !strings.Contains(err.Error(), "nil context") {
-		t.Errorf("Do(nil ctx) = %v; want an error about the nil context", err)
-	}
-	if err := Do(context.Background(), nil, Policy{}); err == nil || !strings.Contains(err.Error(), "nil fn") {
-		t.Errorf("Do(nil fn) = %v; want an error about the nil fn", err)
-	}
-	if _, err := DoValue[int](context.Background(), nil, Policy{}); err == nil || !strings.Contains(err.Error(), "nil fn") {
-		t.Errorf("DoValue(nil fn) = %v; want an error about the nil fn", err)
-	}
-}
-
-func TestPanicsReachTheCaller(t *testing.T) {
-	type token struct{ where string }
-	tests := []struct {
-		where string
-		p     Policy
-		fn    func(context.Context) error
-	}{
-		{"fn", Policy{}, func(context.Context) error { panic(&token{"fn"}) }},
-		{"IsRetryable", Policy{IsRetryable: func(error) bool { panic(&token{"IsRetryable"}) }}, failOnce},
-		{"OnRetry", Policy{OnRetry: func(context.Context, int, error, time.Duration) { panic(&token{"OnRetry"}) }}, failOnce},
-	}
-	for _, tt := range tests {
-		t.Run(tt.where, func(t *testing.T) {
-			defer func() {
-				tok, ok := recover().(*token)
-				if !ok || tok.where != tt.where {
-					t.Errorf("recover() = %v; want the token panicked in %s", tok, tt.where)
-				}
-			}()
-			Do(context.Background(), tt.fn, newFakeTime().with(tt.p))
-			t.Errorf("Do() returned; want the panic from %s", tt.where)
-		})
-	}
-}
-
-func failOnce(context.Context) error { return errBoom }
-
-// TestConcurrentCallsShareOnePolicy: one Policy shared by concurrent
-// calls, and no goroutines.
-func TestConcurrentCallsShareOnePolicy(t *testing.T) {
-	ft := newFakeTime()
-	p := ft.with(Policy{MaxAttempts: 3})
-	var wg sync.WaitGroup
-	errs := make([]error, 100)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = Do(context.Background(), (&flaky{n: 10, err: errBoom}).call, p)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		var re *RetryExhausted
-		if !errors.As(err, &re) || re.Attempts != 3 {
-			t.Fatalf("Do() in goroutine %d = %v; want 3 attempts", i, err)
-		}
-	}
-	if got := len(ft.Waits()); got != 200 {
-		t.Errorf("waits = %d; want 200", got)
-	}
-}
-
-// TestRealTimer runs the default Sleeper on the real clock, briefly. CI
-// runs it under both timer implementations (GODEBUG asynctimerchan=0
-// and 1), since the main module's go line chooses between them.
-func TestRealTimer(t *testing.T) {
-	var sum time.Duration
-	p := Policy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, Jitter: NoJitter}
-	p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) { sum += wait }
-	start := time.Now()
-	fn := &flaky{n: 3, err: errBoom}
-	if err := Do(context.Background(), fn.call, p); err != nil || fn.calls != 4 {
-		t.Fatalf("Do() = %v after %d calls; want nil after 4", err, fn.calls)
-	}
-	if elapsed := time.Since(start); sum != 5*time.Millisecond || elapsed < sum {
-		t.Errorf("Do() took %v for waits of %v; want waits of 5ms and at least that long", elapsed, sum)
-	}
-}
-
-func TestDoStartsNoGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
-	var during []int
-	p := Policy{MaxAttempts: 3, BaseDelay: time.Microsecond, MaxDelay: time.Microsecond} // the real timer
-	p.OnRetry = func(context.Context, int, error, time.Duration) { during = append(during, runtime.NumGoroutine()) }
-	Do(context.Background(), func(context.Context) error {
-		during = append(during, runtime.NumGoroutine())
-		return errBoom
-	}, p)
-	// Other tests' goroutines may still be ending, so the count may fall;
-	// only a rise would be Do's doing.
-	for _, n := range during {
-		if n > before {
-			t.Errorf("goroutines during Do = %v; want at most %d throughout", during, before)
-			break
-		}
-	}
-}
-
-// TestZeroPolicy: the zero Policy makes 5 attempts, with decorrelated
-// waits from 100ms.
-func TestZeroPolicy(t *testing.T) {
-	ft := newFakeTime()
-	p := ft.with(Policy{Rand: constRand(0.5)})
-	fn := &flaky{n: 100, err: errBoom}
-	err := Do(context.Background(), fn.call, p)
-	// decorrelated at u = 0.5: base + (3·prev − base)/2, from 100ms
-	want := []time.Duration{200 * time.Millisecond, 350 * time.Millisecond, 575 * time.Millisecond, 912500 * time.Microsecond}
-	if got := ft.Waits(); fn.calls != 5 || !slices.Equal(got, want) {
-		t.Errorf("Do() calls, waits = %d, %v; want 5, %v", fn.calls, got, want)
-	}
-	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != MaxAttemptsReached {
-		t.Errorf("Do() = %v; want MaxAttemptsReached", err)
-	}
-}
-
-func TestSleeperError(t *testing.T) {
-	errSleep := errors.New("sleeper broke")
-	p := Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}
-	fn := &flaky{n: 10, err: errBoom}
-	err := Do(context.Background(), fn.call, p)
-	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != SleepFailed || !errors.Is(err, errSleep) || !errors.Is(err, errBoom) || fn.calls != 1 {
-		t.Errorf("Do() = %v after %d calls; want SleepFailed wrapping both errors after 1", err, fn.calls)
-	}
-}
-
-func TestClockFunc(t *testing.T) {
-	at := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
-	if got := ClockFunc(func() time.Time { return at }).Now(); !got.Equal(at) {
-		t.Errorf("ClockFunc.Now() = %v; want %v", got, at)
-	}
-}
-
-// seqRand returns a seeded Rand, for one goroutine at a time.
-func seqRand(seed uint64) func() float64 {
-	return rand.New(rand.NewPCG(seed, 0)).Float64
 }
 
 // TestOneRetry is Do's path on the zero Policy when fn fails once and then
@@ -722,44 +116,39 @@ func TestOneRetry(t *testing.T) {
 	}
 }
 
-// TestClockReads: the clock is read once at the start, then only where a
-// deadline, a hook or the final error needs it. With a deadline, the
-// reading after each wait serves both the check that no deadline has
-// passed and the next attempt's ctx.
-func TestClockReads(t *testing.T) {
+// A non-retryable error comes back after one attempt, as fn returned it,
+// Permanent mark included.
+func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
+	notFound := &customErr{"not found"}
 	tests := []struct {
-		name       string
-		failures   int
-		p          Policy
-		ctxTimeout time.Duration
-		want       int
+		name string
+		err  error // what fn returns
+		p    Policy
 	}{
-		{"success", 0, Policy{}, 0, 1},
-		{"3 retries, then success", 3, Policy{}, 0, 1},
-		{"exhausted", 10, Policy{MaxAttempts: 3}, 0, 2},                                                                          // start, Elapsed
-		{"3 retries with a Timeout", 3, Policy{Timeout: time.Hour}, 0, 10},                                                       // start, then per failure: the decision, the wait's check, after the wait
-		{"3 retries with a ctx deadline", 3, Policy{}, time.Hour, 10},                                                            // the same
-		{"exhausted with a Timeout", 10, Policy{MaxAttempts: 3, Timeout: time.Hour}, 0, 9},                                       // start, 2 failures × 3, the last decision, Elapsed
-		{"3 retries with OnRetry", 3, Policy{OnRetry: func(context.Context, int, error, time.Duration) {}}, 0, 7},                // start, two around each OnRetry
-		{"success with OnDone", 0, Policy{OnDone: func(context.Context, int, time.Duration, error) {}}, 0, 2},                    // start, elapsed
-		{"exhausted with OnDone", 10, Policy{MaxAttempts: 3, OnDone: func(context.Context, int, time.Duration, error) {}}, 0, 2}, // start, Elapsed shared with OnDone
+		{"predicate says no", notFound, Policy{IsRetryable: func(err error) bool { return err != notFound }}},
+		{"Permanent, outermost", Permanent(notFound), Policy{}},
+		{"Permanent, wrapped", fmt.Errorf("get: %w", Permanent(notFound)), Policy{}},
+		{"Permanent, joined", errors.Join(errBoom, Permanent(notFound)), Policy{}},
+		{"Permanent wins over IsRetryable", Permanent(notFound), Policy{IsRetryable: func(error) bool { return true }}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
-			reads := 0
+			onRetry := 0
 			p := ft.with(tt.p)
-			p.Clock = ClockFunc(func() time.Time { reads++; return ft.Now() })
-			Do(ft.deadlineCtx(t, tt.ctxTimeout), (&flaky{n: tt.failures, err: errBoom}).call, p)
-			if reads != tt.want {
-				t.Errorf("Clock reads = %d; want %d", reads, tt.want)
+			p.OnRetry = func(context.Context, int, error, time.Duration) { onRetry++ }
+			fn := &flaky{n: 10, err: tt.err}
+			if err := Do(context.Background(), fn.call, p); err != tt.err {
+				t.Errorf("Do() = %#v; want %#v, the same value", err, tt.err)
+			}
+			if fn.calls != 1 || len(ft.Waits()) != 0 || onRetry != 0 {
+				t.Errorf("Do() calls, waits, OnRetry = %d, %d, %d; want 1, 0, 0", fn.calls, len(ft.Waits()), onRetry)
 			}
 		})
 	}
 }
 
-// TestDefaultRetriesEveryError: by default every error is retried, timeouts
-// included, as long as the caller's ctx is alive.
+// By default every error is retried, timeouts included, while ctx is alive.
 func TestDefaultRetriesEveryError(t *testing.T) {
 	for _, err := range []error{
 		context.DeadlineExceeded,
@@ -767,170 +156,74 @@ func TestDefaultRetriesEveryError(t *testing.T) {
 		context.Canceled, // an attempt's own ctx, cancelled inside fn
 		errBoom,
 	} {
-		ft := newFakeTime()
 		fn := &flaky{n: 2, err: err}
-		if got := Do(context.Background(), fn.call, ft.with(Policy{})); got != nil || fn.calls != 3 {
+		if got := Do(context.Background(), fn.call, newFakeTime().with(Policy{})); got != nil || fn.calls != 3 {
 			t.Errorf("Do() with %v = %v after %d calls; want nil after 3", err, got, fn.calls)
 		}
 	}
 }
 
-// TestPermanent: the mark ends the call after one attempt and is found
-// anywhere in the chain; errors.Is and errors.As see through it, and it
-// adds nothing to the message.
-func TestPermanent(t *testing.T) {
-	if err := Permanent(nil); err != nil {
-		t.Errorf("Permanent(nil) = %v; want nil", err)
-	}
-	twice := &flaky{n: 9, err: Permanent(Permanent(errBoom))}
-	if err := Do(context.Background(), twice.call, Policy{}); err != twice.err || errors.Unwrap(err) != errBoom {
-		t.Errorf("Do() with an error marked twice = %#v; want boom under one mark", err)
-	}
-	inner := &customErr{"bad request"}
-	err := fmt.Errorf("post: %w", Permanent(inner))
-	var ce *customErr
-	if !errors.Is(err, inner) || !errors.As(err, &ce) || ce != inner {
-		t.Errorf("errors.Is, errors.As through Permanent = %v, %v; want true, true", errors.Is(err, inner), ce)
-	}
-	if got, want := err.Error(), "post: bad request"; got != want {
-		t.Errorf("Error() = %q; want %q: the mark adds nothing to the message", got, want)
-	}
-	// found deep in a joined chain, after an error that wraps nothing
-	deep := errors.Join(unwrapsToNil{}, fmt.Errorf("a: %w", fmt.Errorf("b: %w", Permanent(errBoom))))
-	fn := &flaky{n: 10, err: deep}
-	if got := Do(context.Background(), fn.call, newFakeTime().with(Policy{})); got != deep || fn.calls != 1 {
-		t.Errorf("Do() = %v after %d calls; want the joined error as it was, after 1", got, fn.calls)
-	}
-	// not permanent: a chain without the mark is retried
-	if isPermanent(errors.Join(unwrapsToNil{}, errBoom)) {
-		t.Errorf("isPermanent(a chain without the mark) = true; want false")
-	}
-}
-
-// TestPermanentAcrossNestedDo: Do returns a marked error with its mark,
-// so when one Do's fn calls another Do, an error marked inside stops the
-// outer Do too, whether the mark is outermost or deeper in the chain. An
-// inner Do that gives up returns a *RetryExhausted, which the outer Do
-// retries like any other error. (One whose Last has the mark, which only
-// a ctx done as the marked error came back can make, stops it too: the
-// mark is found through Last.)
-func TestPermanentAcrossNestedDo(t *testing.T) {
-	tests := []struct {
-		name       string
-		err        error // what the inner fn returns
-		innerCalls int   // per outer attempt
-		outerCalls int
-	}{
-		{"mark outermost", Permanent(errBoom), 1, 1},
-		{"mark deeper", fmt.Errorf("get: %w", Permanent(errBoom)), 1, 1},
-		{"no mark", errBoom, 2, 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			inner, outer := 0, 0
-			err := Do(context.Background(), func(ctx context.Context) error {
-				outer++
-				return Do(ctx, func(context.Context) error {
-					inner++
-					return tt.err
-				}, ft.with(Policy{MaxAttempts: 2}))
-			}, ft.with(Policy{MaxAttempts: 3}))
-			if outer != tt.outerCalls || inner != tt.innerCalls*tt.outerCalls {
-				t.Errorf("outer, inner calls = %d, %d; want %d, %d", outer, inner, tt.outerCalls, tt.innerCalls*tt.outerCalls)
+// An http.Client timeout, on a real server, is retried.
+func TestHTTPClientTimeoutIsRetried(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			select { // slow once: hold the response until the client gives up
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
 			}
-			var re *RetryExhausted
-			marked := tt.outerCalls == 1
-			if marked && err != tt.err || !marked && (!errors.As(err, &re) || re.Attempts != 3 || !errors.Is(err, errBoom)) {
-				t.Errorf("Do() = %v; want the marked error as the inner fn returned it, or a RetryExhausted after 3 that reaches boom", err)
-			}
-		})
-	}
-}
-
-// TestFnCtxEndsAtTheTimeout: fn's ctx ends when the time that Clock says
-// is left before the Timeout runs out, counted in real time.
-func TestFnCtxEndsAtTheTimeout(t *testing.T) {
-	ft := newFakeTime()
-	start := ft.Now()
-	const deadline = 10 * time.Second
-	p := ft.with(Policy{MaxAttempts: 4, BaseDelay: time.Second, MaxDelay: time.Second, Timeout: deadline, Jitter: NoJitter})
-	calls := 0
-	Do(context.Background(), func(ctx context.Context) error {
-		calls++
-		left := deadline - ft.Now().Sub(start) // on the fake clock
-		dl, ok := ctx.Deadline()
-		if got := time.Until(dl); !ok || got > left || got < left-time.Second {
-			t.Errorf("call %d: fn's ctx ends in %v (has deadline %v); want %v, the time left", calls, got, ok, left)
+			return
 		}
-		ft.advance(2 * time.Second) // each call takes 2s of fake time
-		return errBoom
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	client := &http.Client{Timeout: 200 * time.Millisecond}
+	var errs []error
+	p := Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
+	p.OnRetry = func(_ context.Context, _ int, err error, _ time.Duration) { errs = append(errs, err) }
+	body, err := DoValue(context.Background(), func(ctx context.Context) (string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
 	}, p)
-	if calls != 4 {
-		t.Errorf("calls = %d; want 4", calls)
+	if body != "ok" || err != nil || hits.Load() != 2 || len(errs) != 1 || !errors.Is(errs[0], context.DeadlineExceeded) {
+		t.Errorf("DoValue() = %q, %v after %d requests, retried %v; want \"ok\", nil after 2, retrying the client's timeout", body, err, hits.Load(), errs)
 	}
 }
 
-// TestSlowOnRetryCountsAgainstTheWait: a slow OnRetry shortens the sleep,
-// so no wait ends after either deadline.
-func TestSlowOnRetryCountsAgainstTheWait(t *testing.T) {
-	for _, tt := range []struct {
-		name       string
-		p          Policy
-		ctxTimeout time.Duration
-		reason     Reason
-	}{
-		{"Timeout", Policy{Timeout: 1500 * time.Millisecond}, 0, DeadlineReached},
-		{"ctx deadline", Policy{}, 1500 * time.Millisecond, DeadlineReached},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			start := ft.Now()
-			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
-			p := tt.p
-			p.BaseDelay, p.MaxDelay, p.Jitter = time.Second, time.Minute, NoJitter
-			p = ft.with(p)
-			p.OnRetry = func(context.Context, int, error, time.Duration) { ft.advance(800 * time.Millisecond) }
-			var at []time.Duration
-			err := Do(ctx, func(context.Context) error { at = append(at, ft.Now().Sub(start)); return errBoom }, p)
-			// the 1s wait chosen at 0s ends at 1s: OnRetry takes 800ms of it
-			if want := []time.Duration{0, time.Second}; !slices.Equal(at, want) {
-				t.Errorf("calls at %v; want %v", at, want)
-			}
-			if got, want := ft.Waits(), []time.Duration{200 * time.Millisecond}; !slices.Equal(got, want) {
-				t.Errorf("sleeps = %v; want %v", got, want)
-			}
-			var re *RetryExhausted
-			if !errors.As(err, &re) || re.Reason != tt.reason || re.Attempts != 2 {
-				t.Errorf("Do() = %v; want %v after 2 attempts", err, tt.reason)
-			}
-		})
+// fn that succeeds is a success even if ctx was cancelled while it ran.
+func TestSuccessAfterCtxCancelIsSuccess(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := Do(ctx, func(context.Context) error { cancel(); return nil }, newFakeTime().with(Policy{})); err != nil {
+		t.Errorf("Do() = %v; want nil, since fn succeeded", err)
 	}
 }
 
-// TestHintRaisesOneWait: a hint raises one wait; the jitter goes on from its
-// own previous choice.
-func TestHintRaisesOneWait(t *testing.T) {
-	ft := newFakeTime()
-	calls := 0
-	fn := func(context.Context) error {
-		if calls++; calls == 1 {
-			return hintErr(2 * time.Second)
-		}
-		return errBoom
-	}
-	p := ft.with(Policy{MaxAttempts: 4, BaseDelay: 10 * time.Millisecond, Rand: constRand(0.5)})
-	Do(context.Background(), fn, p)
-	// decorrelated at u = 0.5 from 10ms: 20ms (raised to the 2s hint), 35ms, 57.5ms
-	want := []time.Duration{2 * time.Second, 35 * time.Millisecond, 57500 * time.Microsecond}
-	if got := ft.Waits(); !slices.Equal(got, want) {
-		t.Errorf("Do() waits = %v; want %v", got, want)
-	}
+// sleepUntilDone is a Sleeper that waits until ctx is done, however short d is.
+func sleepUntilDone(ctx context.Context, d time.Duration) error { <-ctx.Done(); return ctx.Err() }
+
+// brokenCtx breaks the Context contract: Done is closed, Err is nil.
+type brokenCtx struct{ context.Context }
+
+func (brokenCtx) Done() <-chan struct{} {
+	done := make(chan struct{})
+	close(done)
+	return done
 }
 
 // When ctx is done as Do stops, the Reason says how: DeadlineReached when
-// its deadline passed, Canceled otherwise, whatever else stopped Do, and
-// Cause reaches the cause that ctx was given. OnDone sees the same error.
+// its deadline passed, Canceled otherwise, whatever else stopped Do or fn
+// returned; Cause reaches ctx's cause. Do calls fn no more, and OnDone sees
+// the same error.
 func TestCtxDoneReason(t *testing.T) {
 	errShutdown, errSlow := errors.New("shutting down"), errors.New("too slow")
 	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
@@ -946,68 +239,94 @@ func TestCtxDoneReason(t *testing.T) {
 		ctx, cancel := context.WithDeadlineCause(context.Background(), time.Now().Add(20*time.Millisecond), errSlow)
 		return call{ctx, cancel}
 	}
+	broken := func() call { return call{brokenCtx{context.Background()}, func() {}} }
+	sleeper := func(f func(c call, ctx context.Context) error) func(c call) Policy {
+		return func(c call) Policy {
+			return Policy{BaseDelay: time.Millisecond, Sleeper: SleeperFunc(func(ctx context.Context, _ time.Duration) error { return f(c, ctx) })}
+		}
+	}
+	fails := func(call) func(context.Context) error { return failOnce }
+	const shutdown = "(canceled: context canceled: shutting down): boom"
+	const slow = "(deadline reached: ctx's deadline passed: too slow): boom"
 	tests := []struct {
-		name   string
-		call   func() call
-		p      func(c call) Policy
-		fn     func(c call) func(context.Context) error
-		reason Reason
-		reach  []error
-		suffix string
+		name    string
+		call    func() call
+		p       func(c call) Policy
+		fn      func(c call) func(context.Context) error
+		reason  Reason
+		reach   []error
+		suffix  string
+		retries int // calls of OnRetry
 	}{
 		{"cancelled during fn", cancelled, func(call) Policy { return Policy{} },
 			func(c call) func(context.Context) error {
 				return func(context.Context) error { c.cancel(); return errBoom }
-			}, Canceled, []error{context.Canceled, errShutdown, errBoom}, "(canceled: context canceled: shutting down): boom"},
-		{"cancelled during the wait", cancelled,
-			func(c call) Policy {
-				return Policy{Sleeper: SleeperFunc(func(ctx context.Context, d time.Duration) error { c.cancel(); return ctx.Err() })}
-			},
-			func(call) func(context.Context) error { return failOnce }, Canceled, []error{context.Canceled, errShutdown, errBoom}, "(canceled: context canceled: shutting down): boom"},
+			}, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 0},
+		{"cancelled during fn, which returns Permanent", cancelled, func(call) Policy { return Policy{} },
+			func(c call) func(context.Context) error {
+				return func(context.Context) error { c.cancel(); return Permanent(errBoom) }
+			}, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 0},
+		{"cancelled while fn hangs, with a predicate that retries nothing", cancelled,
+			func(call) Policy { return Policy{IsRetryable: func(error) bool { return false }} },
+			func(c call) func(context.Context) error {
+				return func(ctx context.Context) error { c.cancel(); return hang(ctx) }
+			}, Canceled, []error{context.Canceled, errShutdown}, "(canceled: context canceled: shutting down): context canceled", 0},
+		{"cancelled during the wait", cancelled, sleeper(func(c call, ctx context.Context) error { c.cancel(); return ctx.Err() }),
+			fails, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 1},
+		{"cancelled during a wait that returns nil", cancelled, sleeper(func(c call, _ context.Context) error { c.cancel(); return nil }),
+			fails, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 1},
 		{"cancelled in IsRetryable, on the last attempt", cancelled,
 			func(c call) Policy {
 				return Policy{MaxAttempts: 1, IsRetryable: func(error) bool { c.cancel(); return true }}
-			},
-			func(call) func(context.Context) error { return failOnce }, Canceled, []error{context.Canceled, errBoom}, "(canceled: context canceled: shutting down): boom"},
+			}, fails, Canceled, []error{context.Canceled, errBoom}, shutdown, 0},
 		{"cancelled in the Jitter, with a hint too long", cancelled,
 			func(c call) Policy {
 				return Policy{MaxDelay: time.Second, Jitter: func(n int, base, max, prev time.Duration, u float64) time.Duration { c.cancel(); return 0 }}
 			},
 			func(call) func(context.Context) error {
 				return func(context.Context) error { return After(time.Hour, errBoom) }
-			}, Canceled, []error{context.Canceled, errBoom}, "(canceled: context canceled: shutting down): boom"},
+			}, Canceled, []error{context.Canceled, errBoom}, shutdown, 0},
 		{"cancelled in IsRetryable, with no Budget left", cancelled,
 			func(c call) Policy {
 				b := NewBudget(0, 1)
 				b.spend()
 				return Policy{Budget: b, IsRetryable: func(error) bool { c.cancel(); return true }}
-			},
-			func(call) func(context.Context) error { return failOnce }, Canceled, []error{context.Canceled, errBoom}, "(canceled: context canceled: shutting down): boom"},
+			}, fails, Canceled, []error{context.Canceled, errBoom}, shutdown, 0},
+		{"cancelled as Policy.Timeout passes", cancelled,
+			func(c call) Policy {
+				start, reads := time.Now(), 0
+				return Policy{Timeout: time.Second, Clock: ClockFunc(func() time.Time {
+					if reads++; reads == 1 {
+						return start
+					}
+					c.cancel() // the caller leaves as the Timeout passes
+					return start.Add(2 * time.Second)
+				})}
+			}, fails, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 0},
+		{"a broken ctx ends the wait", broken, func(call) Policy { return Policy{BaseDelay: time.Hour, MaxDelay: time.Hour} },
+			fails, Canceled, []error{errBrokenCtx, errBoom}, "(canceled: retry: ctx.Done was closed while ctx.Err was nil): boom", 1},
 		{"fn hangs until ctx's deadline", timed, func(call) Policy { return Policy{Timeout: time.Hour} },
 			func(call) func(context.Context) error { return hang }, DeadlineReached, []error{context.DeadlineExceeded, errSlow},
-			"(deadline reached: ctx's deadline passed: too slow): context deadline exceeded"},
-		{"ctx's deadline ends the wait", timed,
-			func(call) Policy { return Policy{BaseDelay: time.Millisecond, Sleeper: SleeperFunc(sleepUntilDone)} },
-			func(call) func(context.Context) error { return failOnce }, DeadlineReached, []error{context.DeadlineExceeded, errSlow, errBoom},
-			"(deadline reached: ctx's deadline passed: too slow): boom"},
-		{"the Sleeper fails as ctx's deadline passes", timed,
-			func(call) Policy {
-				return Policy{BaseDelay: time.Millisecond, Sleeper: SleeperFunc(func(ctx context.Context, d time.Duration) error { <-ctx.Done(); return errShutdown })}
-			},
-			func(call) func(context.Context) error { return failOnce }, DeadlineReached, []error{context.DeadlineExceeded, errBoom},
-			"(deadline reached: ctx's deadline passed: too slow): boom"},
+			"(deadline reached: ctx's deadline passed: too slow): context deadline exceeded", 0},
+		{"ctx's deadline ends the wait", timed, sleeper(func(_ call, ctx context.Context) error { return sleepUntilDone(ctx, 0) }),
+			fails, DeadlineReached, []error{context.DeadlineExceeded, errSlow, errBoom}, slow, 1},
+		{"the Sleeper fails as ctx's deadline passes", timed, sleeper(func(_ call, ctx context.Context) error { <-ctx.Done(); return errShutdown }),
+			fails, DeadlineReached, []error{context.DeadlineExceeded, errBoom}, slow, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := tt.call()
 			defer c.cancel()
 			var done error
+			retries := 0
 			p := tt.p(c)
+			p.OnRetry = func(context.Context, int, error, time.Duration) { retries++ }
 			p.OnDone = func(_ context.Context, _ int, _ time.Duration, err error) { done = err }
 			err := Do(c.ctx, tt.fn(c), p)
 			var re *RetryExhausted
-			if !errors.As(err, &re) || re.Reason != tt.reason || done != err {
-				t.Fatalf("Do() = %v, OnDone got %v; want %v, the same in both", err, done, tt.reason)
+			if !errors.As(err, &re) || re.Reason != tt.reason || re.Attempts != 1 || retries != tt.retries || done != err {
+				t.Fatalf("Do() = %v after %d OnRetry calls, OnDone got %v; want %v after 1 attempt, %d OnRetry calls, the same in both",
+					err, retries, done, tt.reason, tt.retries)
 			}
 			for _, want := range tt.reach {
 				if !errors.Is(err, want) {
@@ -1021,21 +340,110 @@ func TestCtxDoneReason(t *testing.T) {
 	}
 }
 
-// A wait that ends just before ctx's deadline races the deadline's own
-// timer. Whichever wins, the call ran out of time: every run ends
-// DeadlineReached, on real timers and the default Sleeper.
-func TestDeadlineRaceEndsDeadlineReached(t *testing.T) {
-	for range 40 {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		deadline, _ := ctx.Deadline()
-		p := Policy{MaxAttempts: math.MaxInt, Jitter: func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration {
-			return max(time.Until(deadline)-200*time.Microsecond, time.Millisecond) // after the first wait, no second fits
-		}}
-		err := Do(ctx, failOnce, p)
-		cancel()
-		var re *RetryExhausted
-		if !errors.As(err, &re) || re.Reason != DeadlineReached || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Do() = %v; want DeadlineReached, reaching context.DeadlineExceeded", err)
+// When a deadline has passed as fn fails, Do reports it whatever the
+// predicate says; a Permanent error is still returned as it is.
+func TestDeadlineBeforeThePredicate(t *testing.T) {
+	errFinal := errors.New("final")
+	permFinal := Permanent(errFinal)
+	refuse := func(error) bool { return false }
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		err        error // fn's error, returned after the call took 2s
+		want       error // nil: a DeadlineReached, with err as Last
+	}{
+		{"Timeout, a timeout refused by IsRetryable", Policy{Timeout: time.Second, IsRetryable: func(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }},
+			0, context.DeadlineExceeded, nil},
+		{"Timeout, every error refused", Policy{Timeout: time.Second, IsRetryable: refuse}, 0, errFinal, nil},
+		{"ctx deadline, every error refused", Policy{IsRetryable: refuse}, time.Second, errFinal, nil},
+		{"Timeout, Permanent", Policy{Timeout: time.Second}, 0, permFinal, permFinal},
+		{"before the Timeout, refused", Policy{Timeout: time.Hour, IsRetryable: refuse}, 0, errFinal, errFinal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			calls := 0
+			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), func(context.Context) error {
+				calls++
+				ft.advance(2 * time.Second)
+				return tt.err
+			}, ft.with(tt.p))
+			var re *RetryExhausted
+			if tt.want != nil && err != tt.want || tt.want == nil && (!errors.As(err, &re) || re.Reason != DeadlineReached ||
+				re.Attempts != 1 || re.Last != tt.err || !errors.Is(err, context.DeadlineExceeded)) || calls != 1 {
+				t.Errorf("Do() = %v after %d calls; want %v, or DeadlineReached with Last %v, after 1", err, calls, tt.want, tt.err)
+			}
+		})
+	}
+}
+
+// A seeded Rand gives the same schedule, and every wait of the default
+// Jitter lies in [BaseDelay, MaxDelay].
+func TestScheduleIsDeterministic(t *testing.T) {
+	schedule := func(seed uint64) []time.Duration {
+		ft := newFakeTime()
+		Do(context.Background(), (&flaky{n: 100, err: errBoom}).call, ft.with(Policy{MaxAttempts: 20, MaxDelay: 5 * time.Second, Rand: seqRand(seed)}))
+		return ft.Waits()
+	}
+	a, b := schedule(7), schedule(7)
+	if !slices.Equal(a, b) {
+		t.Errorf("waits with seed 7 = %v, then %v; want the same", a, b)
+	}
+	if c := schedule(8); slices.Equal(a, c) {
+		t.Errorf("waits with seeds 7 and 8 = %v; want different schedules", a)
+	}
+	for _, w := range a {
+		if w < DefaultBaseDelay || w > 5*time.Second {
+			t.Errorf("wait %v; want it in [%v, 5s]", w, DefaultBaseDelay)
+		}
+	}
+}
+
+// The Jitter sees u in [0, 1] whatever Rand returns; Do keeps its
+// invariants with such a Rand.
+func TestRandOutOfRange(t *testing.T) {
+	values := []float64{7, -3, math.NaN(), math.Inf(1), math.Inf(-1), 1, 0.5}
+	var seen []float64
+	calls := 0
+	p := newFakeTime().with(Policy{
+		MaxAttempts: len(values) + 1,
+		Rand:        func() float64 { calls++; return values[calls-1] },
+		Jitter: func(n int, base, max, prev time.Duration, u float64) time.Duration {
+			seen = append(seen, u)
+			return base
+		},
+	})
+	Do(context.Background(), (&flaky{n: 10, err: errBoom}).call, p)
+	if want := []float64{1, 0, 0, 1, 0, 1, 0.5}; !slices.Equal(seen, want) {
+		t.Errorf("Jitter saw u = %v; want %v", seen, want)
+	}
+	for _, u := range values {
+		for _, j := range []Jitter{FullJitter, DecorrelatedJitter} {
+			checkDo(t, Policy{MaxAttempts: 10, BaseDelay: 100 * time.Millisecond, MaxDelay: 10 * time.Second, Jitter: j, Rand: constRand(u)}, doInput{failures: 100})
+		}
+	}
+}
+
+// Do clamps what a Jitter returns into [0, MaxDelay], for the wait,
+// OnRetry and the next call's prev alike.
+func TestJitterOutOfRange(t *testing.T) {
+	for _, tt := range []struct{ w, want time.Duration }{
+		{-time.Hour, 0}, {math.MinInt64, 0}, {time.Hour, time.Second}, {math.MaxInt64, time.Second},
+	} {
+		ft := newFakeTime()
+		var prevs, chosen []time.Duration
+		bad := func(_ int, _, _, prev time.Duration, _ float64) time.Duration {
+			prevs = append(prevs, prev)
+			return tt.w
+		}
+		p := ft.with(Policy{MaxAttempts: 3, MaxDelay: time.Second, Jitter: bad})
+		p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) { chosen = append(chosen, wait) }
+		Do(context.Background(), (&flaky{n: 5, err: errBoom}).call, p)
+		want := []time.Duration{tt.want, tt.want}
+		if got := ft.Waits(); !slices.Equal(got, want) || !slices.Equal(chosen, want) || !slices.Equal(prevs, []time.Duration{DefaultBaseDelay, tt.want}) {
+			t.Errorf("Jitter returning %v: waits, OnRetry waits, prevs = %v, %v, %v; want %v, %v, [%v %v]",
+				tt.w, got, chosen, prevs, want, want, DefaultBaseDelay, tt.want)
 		}
 	}
 }
@@ -1067,80 +475,449 @@ func TestNoDeadlineOnlyMaxDelayLimits(t *testing.T) {
 	}
 }
 
-// sleepUntilDone is a Sleeper that waits until ctx is done, however short
-// d is.
-func sleepUntilDone(ctx context.Context, d time.Duration) error { <-ctx.Done(); return ctx.Err() }
-
-// brokenCtx breaks the Context contract: Done is closed, Err is nil.
-type brokenCtx struct{ context.Context }
-
-func (brokenCtx) Done() <-chan struct{} {
-	done := make(chan struct{})
-	close(done)
-	return done
-}
-
-// TestBrokenCtxEndsTheWait: a ctx whose Done closes while Err is still nil
-// ends the wait and the retries with Canceled.
-func TestBrokenCtxEndsTheWait(t *testing.T) {
-	fn := &flaky{n: 10, err: errBoom}
-	err := Do(brokenCtx{context.Background()}, fn.call, Policy{BaseDelay: time.Hour, MaxDelay: time.Hour})
-	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != Canceled || re.Cause != errBrokenCtx || fn.calls != 1 {
-		t.Errorf("Do() = %v after %d calls; want Canceled for a broken ctx after 1", err, fn.calls)
-	}
-}
-
-// TestHTTPClientTimeoutIsRetried: an http.Client timeout, on a real
-// server, is retried.
-func TestHTTPClientTimeoutIsRetried(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hits.Add(1) == 1 {
-			select { // slow once: hold the response until the client gives up
-			case <-r.Context().Done():
-			case <-time.After(10 * time.Second):
+// The Timeout or ctx's deadline ends the retries without clipping a wait.
+func TestTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+	}{
+		{"Timeout", Policy{Timeout: 10 * time.Second}, 0},
+		{"ctx deadline", Policy{}, 10 * time.Second},
+	} {
+		t.Run("a wait that would outlast the "+tt.name+" is not started", func(t *testing.T) {
+			ft := newFakeTime()
+			p := tt.p
+			p.MaxAttempts, p.BaseDelay, p.MaxDelay, p.Jitter = 100, time.Second, time.Minute, NoJitter
+			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), (&flaky{n: 100, err: errBoom}).call, ft.with(p))
+			// waits 1s, 2s, 4s; at 7s the next wait, 8s, would end after the deadline
+			if got, want := ft.Waits(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}; !slices.Equal(got, want) {
+				t.Errorf("Do() waits = %v; want %v", got, want)
 			}
-			return
-		}
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
-	client := &http.Client{Timeout: 200 * time.Millisecond}
-	var errs []error
-	p := Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
-	p.OnRetry = func(_ context.Context, _ int, err error, _ time.Duration) { errs = append(errs, err) }
-	body, err := DoValue(context.Background(), func(ctx context.Context) (string, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-		if err != nil {
-			return "", err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return string(b), err
-	}, p)
-	if body != "ok" || err != nil || hits.Load() != 2 {
-		t.Fatalf("DoValue() = %q, %v after %d requests; want \"ok\", nil after 2", body, err, hits.Load())
+			assertDeadlineReached(t, err, 4)
+			var re *RetryExhausted
+			if errors.As(err, &re) && re.Elapsed != 7*time.Second {
+				t.Errorf("Do() Elapsed = %v; want 7s", re.Elapsed)
+			}
+		})
 	}
-	if len(errs) != 1 || !errors.Is(errs[0], context.DeadlineExceeded) {
-		t.Errorf("retried errors = %v; want the client's timeout", errs)
+	t.Run("herd spreads: waits are not clipped to end together", func(t *testing.T) {
+		ends := map[time.Duration]int{}
+		for seed := range 20 {
+			ft := newFakeTime()
+			start := ft.Now()
+			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 100 * time.Millisecond, Timeout: 5 * time.Second, Rand: seqRand(uint64(seed))})
+			Do(context.Background(), (&flaky{n: 1000, err: errBoom}).call, p)
+			ends[ft.Now().Sub(start)]++
+		}
+		for end, n := range ends {
+			if n > 2 {
+				t.Errorf("%d of 20 clients made their last attempt at %v; want them spread", n, end)
+			}
+		}
+	})
+	t.Run("no wait ends at or after the deadline", func(t *testing.T) {
+		for seed := range 50 {
+			ft := newFakeTime()
+			start := ft.Now()
+			const deadline = 3 * time.Second
+			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Timeout: deadline, Rand: seqRand(uint64(seed))})
+			p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
+				if end := ft.Now().Add(wait).Sub(start); end >= deadline {
+					t.Fatalf("seed %d: a wait of %v ends %v after the start; want before %v", seed, wait, end, deadline)
+				}
+			}
+			Do(context.Background(), (&flaky{n: 1000, err: errBoom}).call, p)
+		}
+	})
+}
+
+// With 1ns left before a deadline, a wait of 0 ends before it, so Do
+// retries at once; a wait of all the time left, or a hint, does not fit;
+// with nothing left, the deadline has passed, whatever the hint.
+func TestTimeLeftAtTheEdge(t *testing.T) {
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		callCost   time.Duration // fake time the first call takes
+		wait       time.Duration // the Jitter's
+		err        error         // what fn returns
+		reason     Reason
+		attempts   int
+		waits      []time.Duration
+	}{
+		{"1ns before Timeout", Policy{Timeout: time.Second}, 0, time.Second - 1, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
+		{"1ns before Timeout, 1ns hint", Policy{Timeout: time.Second}, 0, time.Second - 1, 0, hintErr(1), HintTooLong, 1, nil},
+		{"a wait of all the time left before Timeout", Policy{Timeout: time.Second}, 0, 0, time.Second, errBoom, DeadlineReached, 1, nil},
+		{"at Timeout", Policy{Timeout: time.Second}, 0, time.Second, 0, errBoom, DeadlineReached, 1, nil},
+		{"past Timeout", Policy{Timeout: time.Second}, 0, time.Hour, 0, errBoom, DeadlineReached, 1, nil},
+		{"1ns before ctx deadline", Policy{}, time.Hour, time.Hour - 1, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
+		{"1ns before ctx deadline, 1ns hint", Policy{}, time.Hour, time.Hour - 1, 0, hintErr(1), HintTooLong, 1, nil},
+		{"a wait of all the time left before ctx deadline", Policy{}, time.Hour, 0, time.Hour, errBoom, DeadlineReached, 1, nil},
+		{"at ctx deadline", Policy{}, time.Hour, time.Hour, 0, errBoom, DeadlineReached, 1, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			calls := 0
+			fn := func(context.Context) error {
+				if calls++; calls == 1 {
+					ft.advance(tt.callCost)
+				}
+				return tt.err
+			}
+			p := tt.p
+			p.MaxAttempts, p.MaxDelay = 2, 2*time.Hour
+			p.Jitter = func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration { return tt.wait }
+			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), fn, ft.with(p))
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != tt.reason || re.Attempts != tt.attempts || !slices.Equal(ft.Waits(), tt.waits) {
+				t.Errorf("Do() = %v after waits %v; want %v after %d attempts, waits %v", err, ft.Waits(), tt.reason, tt.attempts, tt.waits)
+			}
+			if re != nil && (re.Reason == DeadlineReached) != (re.Cause == context.DeadlineExceeded) {
+				t.Errorf("Do() = %v with Cause %v; want Cause context.DeadlineExceeded for DeadlineReached alone", err, re.Cause)
+			}
+		})
 	}
 }
 
-// doneCall is one call of OnDone.
-type doneCall struct {
-	ctx      context.Context
-	attempts int
-	elapsed  time.Duration
-	err      error
+// fn is never called after a deadline has passed, however late OnRetry or
+// the Sleeper makes the next attempt; the Budget token of the retry that
+// did not happen is given back.
+func TestNoCallAfterADeadline(t *testing.T) {
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		onRetry    time.Duration // fake time OnRetry takes
+		late       time.Duration // how late the Sleeper returns
+		calls      []time.Duration
+		limit      string // the deadline named in the message
+	}{
+		// 300ms waits: OnRetry ends the first at 600ms, the second at 1.2s, past the deadline
+		{"Timeout, slow OnRetry", Policy{Timeout: time.Second, BaseDelay: 300 * time.Millisecond}, 0, 600 * time.Millisecond, 0,
+			[]time.Duration{0, 600 * time.Millisecond}, "Policy.Timeout passed"},
+		{"ctx deadline, slow OnRetry", Policy{BaseDelay: 300 * time.Millisecond}, time.Second, 600 * time.Millisecond, 0,
+			[]time.Duration{0, 600 * time.Millisecond}, "ctx's deadline passed"},
+		// a 990ms wait fits a 1s deadline; the Sleeper ends it at 1.005s
+		{"Timeout, late Sleeper", Policy{Timeout: time.Second, BaseDelay: 990 * time.Millisecond}, 0, 0, 15 * time.Millisecond,
+			[]time.Duration{0}, "Policy.Timeout passed"},
+		{"ctx deadline, late Sleeper", Policy{BaseDelay: 990 * time.Millisecond}, time.Second, 0, 15 * time.Millisecond,
+			[]time.Duration{0}, "ctx's deadline passed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			start := ft.Now()
+			p := tt.p
+			p.MaxDelay, p.Jitter, p.Budget, p.Clock = p.BaseDelay, NoJitter, NewBudget(0, 5), ft
+			p.OnRetry = func(context.Context, int, error, time.Duration) { ft.advance(tt.onRetry) }
+			p.Sleeper = SleeperFunc(func(ctx context.Context, d time.Duration) error { return ft.Sleep(ctx, d+tt.late) })
+			var at []time.Duration
+			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), func(ctx context.Context) error {
+				at = append(at, ft.Now().Sub(start))
+				return errBoom
+			}, p)
+			if !slices.Equal(at, tt.calls) {
+				t.Errorf("fn called at %v; want %v", at, tt.calls)
+			}
+			assertDeadlineReached(t, err, len(tt.calls))
+			if err != nil && !strings.Contains(err.Error(), "(deadline reached: "+tt.limit+")") {
+				t.Errorf("Do() = %q; want it to say %q", err, tt.limit)
+			}
+			// the tokens of the retries made are spent; the last one is given back
+			if got, want := p.Budget.Tokens(), float64(5-len(tt.calls)+1); got != want {
+				t.Errorf("Budget.Tokens() = %v; want %v", got, want)
+			}
+		})
+	}
 }
 
-// TestOnDone: OnDone runs exactly once on every way out of a valid call, with
-// the calls of fn, the elapsed time on Clock and the error Do returns.
+// A wait that ends just before ctx's deadline races the deadline's own
+// timer. Whichever wins, the call ran out of time: every run ends
+// DeadlineReached, on real timers and the default Sleeper.
+func TestDeadlineRaceEndsDeadlineReached(t *testing.T) {
+	for range 40 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		deadline, _ := ctx.Deadline()
+		p := Policy{MaxAttempts: math.MaxInt, Jitter: func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration {
+			return max(time.Until(deadline)-200*time.Microsecond, time.Millisecond) // after the first wait, no second fits
+		}}
+		err := Do(ctx, failOnce, p)
+		cancel()
+		var re *RetryExhausted
+		if !errors.As(err, &re) || re.Reason != DeadlineReached || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Do() = %v; want DeadlineReached, reaching context.DeadlineExceeded", err)
+		}
+	}
+}
+
+// A Clock that goes back does not stretch a deadline, nor make Elapsed
+// negative; one that jumps forward by years passes it without overflow.
+func TestClockJumps(t *testing.T) {
+	const years = 200 * 365 * 24 * time.Hour
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		callCost   time.Duration // how far each call of fn moves the clock
+		back       time.Duration // how far each wait moves it back
+		reason     Reason
+		attempts   int
+		elapsed    time.Duration
+		left       time.Duration // the most the last attempt's ctx has left; 0: no deadline
+	}{
+		// the elapsed time reads 0 after each wait: the Timeout never passes
+		{"back an hour in each wait", Policy{MaxAttempts: 6, Timeout: 2 * time.Second, Jitter: NoJitter}, 0, 0, time.Hour,
+			MaxAttemptsReached, 6, 0, 2 * time.Second},
+		// the hour back does not make a 2s wait fit in a 1s Timeout
+		{"back before the start", Policy{BaseDelay: 2 * time.Second, MaxDelay: 6 * time.Second, Timeout: time.Second}, 0, -time.Hour, 0,
+			DeadlineReached, 1, 0, time.Second},
+		// at 5s of a 10s Timeout, back to 1s: the next attempt still has at most 5s
+		{"back after 5s", Policy{Timeout: 10 * time.Second, MaxAttempts: 2, BaseDelay: time.Second, MaxDelay: time.Second, Jitter: NoJitter},
+			0, 5 * time.Second, 4 * time.Second, MaxAttemptsReached, 2, 6 * time.Second, 5 * time.Second},
+		{"forward by years, no deadline", Policy{MaxAttempts: 3}, 0, years, 0, MaxAttemptsReached, 3, math.MaxInt64, 0},
+		{"forward by years, Timeout", Policy{Timeout: time.Hour}, 0, years, 0, DeadlineReached, 1, years, time.Hour},
+		{"forward by years, ctx deadline", Policy{}, time.Hour, years, 0, DeadlineReached, 1, years, 0}, // ctx is alive: the deadline passed on Clock
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			p := ft.with(tt.p)
+			p.Sleeper = SleeperFunc(func(context.Context, time.Duration) error { ft.advance(-tt.back); return nil })
+			var left time.Duration
+			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), func(ctx context.Context) error {
+				dl, _ := ctx.Deadline()
+				left = time.Until(dl)
+				ft.advance(tt.callCost)
+				return errBoom
+			}, p)
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != tt.reason || re.Attempts != tt.attempts || re.Elapsed != tt.elapsed || re.Last != errBoom {
+				t.Errorf("Do() = %+v; want %v after %d attempts in %v, Last boom", re, tt.reason, tt.attempts, tt.elapsed)
+			}
+			if tt.left > 0 && left > tt.left {
+				t.Errorf("the last attempt's ctx ends in %v; want at most %v", left, tt.left)
+			}
+			if tt.back == 0 {
+				checkDo(t, tt.p, doInput{failures: 100, callCost: tt.callCost, ctxTimeout: tt.ctxTimeout})
+			}
+		})
+	}
+	checkDo(t, Policy{MaxAttempts: 8, Timeout: time.Second}, doInput{failures: 100, callCost: -time.Hour})
+}
+
+// The clock is read once at the start, then only where a deadline, a hook
+// or the final error needs it.
+func TestClockReads(t *testing.T) {
+	onRetry := func(context.Context, int, error, time.Duration) {}
+	onDone := func(context.Context, int, time.Duration, error) {}
+	tests := []struct {
+		name       string
+		failures   int
+		p          Policy
+		ctxTimeout time.Duration
+		want       int
+	}{
+		{"success", 0, Policy{}, 0, 1},
+		{"3 retries, then success", 3, Policy{}, 0, 1},
+		{"exhausted", 10, Policy{MaxAttempts: 3}, 0, 2},                                    // start, Elapsed
+		{"3 retries with a Timeout", 3, Policy{Timeout: time.Hour}, 0, 10},                 // start, then per failure: the decision, the wait's check, after the wait
+		{"3 retries with a ctx deadline", 3, Policy{}, time.Hour, 10},                      // the same
+		{"exhausted with a Timeout", 10, Policy{MaxAttempts: 3, Timeout: time.Hour}, 0, 9}, // start, 2 failures × 3, the last decision, Elapsed
+		{"3 retries with OnRetry", 3, Policy{OnRetry: onRetry}, 0, 7},                      // start, two around each OnRetry
+		{"success with OnDone", 0, Policy{OnDone: onDone}, 0, 2},                           // start, elapsed
+		{"exhausted with OnDone", 10, Policy{MaxAttempts: 3, OnDone: onDone}, 0, 2},        // start, Elapsed shared with OnDone
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			reads := 0
+			p := ft.with(tt.p)
+			p.Clock = ClockFunc(func() time.Time { reads++; return ft.Now() })
+			Do(ft.deadlineCtx(t, tt.ctxTimeout), (&flaky{n: tt.failures, err: errBoom}).call, p)
+			if reads != tt.want {
+				t.Errorf("Clock reads = %d; want %d", reads, tt.want)
+			}
+		})
+	}
+}
+
+// fn's ctx ends, in real time, when the time that Clock says is left
+// before the Timeout runs out, or AttemptTimeout after the attempt began;
+// ctx's deadline measured on a Clock that runs ahead does not shorten it.
+func TestFnCtx(t *testing.T) {
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration // in real time
+		ahead      time.Duration // how far Clock runs ahead of real time
+		callCost   time.Duration // fake time each call takes
+		want       []time.Duration
+	}{
+		{"Timeout, 2s per call", Policy{MaxAttempts: 4, BaseDelay: time.Second, MaxDelay: time.Second, Timeout: 10 * time.Second, Jitter: NoJitter},
+			0, 0, 2 * time.Second, []time.Duration{10 * time.Second, 7 * time.Second, 4 * time.Second, time.Second}},
+		{"Timeout 1ns", Policy{Timeout: 1, MaxAttempts: 1}, 0, 0, 0, []time.Duration{1}},
+		{"Timeout, ctx deadline passed on Clock", Policy{Timeout: 5 * time.Second, MaxAttempts: 1}, 10 * time.Second, time.Hour, 0,
+			[]time.Duration{5 * time.Second}},
+		{"AttemptTimeout, ctx deadline nearer on Clock only", Policy{AttemptTimeout: 5 * time.Second, MaxAttempts: 3, BaseDelay: 3 * time.Second, MaxDelay: 3 * time.Second, Jitter: NoJitter},
+			10 * time.Second, 0, 0, []time.Duration{5 * time.Second, 5 * time.Second, 5 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tt.ctxTimeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.ctxTimeout)
+				defer cancel()
+			}
+			ft := &fakeTime{now: time.Now().Add(tt.ahead)}
+			var lasts []time.Duration
+			Do(ctx, func(ctx context.Context) error {
+				if dl, ok := ctx.Deadline(); ok {
+					lasts = append(lasts, time.Until(dl))
+				}
+				ft.advance(tt.callCost)
+				return errBoom
+			}, ft.with(tt.p))
+			if len(lasts) != len(tt.want) {
+				t.Fatalf("fn's ctx ends in %v; want about %v", lasts, tt.want)
+			}
+			for i, d := range lasts {
+				if d > tt.want[i] || d < tt.want[i]-time.Second {
+					t.Errorf("attempt %d: fn's ctx ends in %v; want about %v, at most that", i+1, d, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// OnRetry sees the ctx of the call, the failed attempt, its error and the wait.
+func TestOnRetry(t *testing.T) {
+	type key struct{}
+	type call struct {
+		ctx     any
+		attempt int
+		err     error
+		wait    time.Duration
+	}
+	ft := newFakeTime()
+	var got []call
+	p := ft.with(Policy{MaxAttempts: 4, Rand: seqRand(1)})
+	p.OnRetry = func(ctx context.Context, attempt int, err error, wait time.Duration) {
+		got = append(got, call{ctx.Value(key{}), attempt, err, wait})
+	}
+	errs := []error{errors.New("e1"), errors.New("e2"), errors.New("e3"), errors.New("e4")}
+	i := 0
+	Do(context.WithValue(context.Background(), key{}, "request 42"), func(context.Context) error { i++; return errs[i-1] }, p)
+	waits := ft.Waits()
+	if len(got) != 3 || len(waits) != 3 {
+		t.Fatalf("OnRetry calls, waits = %d, %d; want 3, 3", len(got), len(waits))
+	}
+	for i, c := range got {
+		if want := (call{"request 42", i + 1, errs[i], waits[i]}); c != want {
+			t.Errorf("OnRetry call %d = %v; want %v", i, c, want)
+		}
+	}
+}
+
+// The wait counts from when it was chosen: the Sleeper is asked for the
+// rest of it after OnRetry, never less than 0, nor more when the Clock goes
+// back in OnRetry; so no wait ends after a deadline.
+func TestOnRetryTimeComesOffTheWait(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name       string
+		p          Policy
+		ctxTimeout time.Duration
+		onRetry    time.Duration // fake time OnRetry takes
+		chosen     time.Duration // the wait OnRetry is given
+		sleeps     []time.Duration
+		reason     Reason
+	}{
+		{"OnRetry takes no time", Policy{MaxAttempts: 2}, 0, 0, 100 * ms, []time.Duration{100 * ms}, MaxAttemptsReached},
+		{"OnRetry takes 30ms", Policy{MaxAttempts: 2}, 0, 30 * ms, 100 * ms, []time.Duration{70 * ms}, MaxAttemptsReached},
+		{"OnRetry takes the whole wait", Policy{MaxAttempts: 2}, 0, 100 * ms, 100 * ms, []time.Duration{0}, MaxAttemptsReached},
+		{"OnRetry outlasts the wait", Policy{MaxAttempts: 2}, 0, 2 * time.Second, 100 * ms, []time.Duration{0}, MaxAttemptsReached},
+		{"the Clock goes back an hour in OnRetry", Policy{MaxAttempts: 2}, 0, -time.Hour, 100 * ms, []time.Duration{100 * ms}, MaxAttemptsReached},
+		// the 1s wait chosen at 0s ends at 1s; the next, 2s, would end past the deadline
+		{"Timeout", Policy{BaseDelay: time.Second, Timeout: 1500 * ms}, 0, 800 * ms, time.Second, []time.Duration{200 * ms}, DeadlineReached},
+		{"ctx deadline", Policy{BaseDelay: time.Second}, 1500 * ms, 800 * ms, time.Second, []time.Duration{200 * ms}, DeadlineReached},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			var chosen []time.Duration
+			p := ft.with(tt.p)
+			p.MaxDelay, p.Jitter = time.Minute, NoJitter
+			p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
+				chosen = append(chosen, wait)
+				ft.advance(tt.onRetry)
+			}
+			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), failOnce, p)
+			if len(chosen) != 1 || chosen[0] != tt.chosen || !slices.Equal(ft.Waits(), tt.sleeps) {
+				t.Errorf("OnRetry waits, Sleeper waits = %v, %v; want [%v], %v", chosen, ft.Waits(), tt.chosen, tt.sleeps)
+			}
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != tt.reason || re.Attempts != 2 {
+				t.Errorf("Do() = %v; want %v after 2 attempts", err, tt.reason)
+			}
+		})
+	}
+}
+
+// A Sleeper's error ends the retries with SleepFailed, even when the
+// deadline passed during the wait; one that returns early is trusted, and
+// MaxAttempts still bounds the calls.
+func TestSleeper(t *testing.T) {
+	errSleep := errors.New("sleeper broke")
+	tests := []struct {
+		name     string
+		p        Policy
+		advance  time.Duration // how far the Sleeper moves the clock
+		err      error         // what the Sleeper returns
+		reason   Reason
+		attempts int
+	}{
+		{"fails", Policy{}, 0, errSleep, SleepFailed, 1},
+		{"fails as the deadline passes", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, time.Hour, errSleep, SleepFailed, 1},
+		{"returns early", Policy{MaxAttempts: 4, Timeout: time.Minute}, 0, nil, MaxAttemptsReached, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := newFakeTime()
+			p := ft.with(tt.p)
+			p.Sleeper = SleeperFunc(func(context.Context, time.Duration) error { ft.advance(tt.advance); return tt.err })
+			fn := &flaky{n: 100, err: errBoom}
+			err := Do(context.Background(), fn.call, p)
+			var re *RetryExhausted
+			if !errors.As(err, &re) || re.Reason != tt.reason || re.Attempts != tt.attempts || fn.calls != tt.attempts || re.Elapsed != tt.advance ||
+				re.Cause != tt.err || !errors.Is(err, errBoom) {
+				t.Errorf("Do() = %v after %d calls; want %v after %d in %v, Cause %v, reaching boom", err, fn.calls, tt.reason, tt.attempts, tt.advance, tt.err)
+			}
+		})
+	}
+}
+
+// TestRealTimer runs the default Sleeper on the real clock, briefly. CI
+// runs it under both timer implementations (GODEBUG asynctimerchan=0 and 1).
+func TestRealTimer(t *testing.T) {
+	var sum time.Duration
+	p := Policy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, Jitter: NoJitter}
+	p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) { sum += wait }
+	start := time.Now()
+	fn := &flaky{n: 3, err: errBoom}
+	if err := Do(context.Background(), fn.call, p); err != nil || fn.calls != 4 {
+		t.Fatalf("Do() = %v after %d calls; want nil after 4", err, fn.calls)
+	}
+	if elapsed := time.Since(start); sum != 5*time.Millisecond || elapsed < sum {
+		t.Errorf("Do() took %v for waits of %v; want waits of 5ms and at least that long", elapsed, sum)
+	}
+}
+
+// OnDone runs exactly once on every way out of a valid call, with the
+// calls of fn, the elapsed time on Clock and the error Do returns.
 func TestOnDone(t *testing.T) {
 	errSleep := errors.New("sleeper broke")
 	notFound := &customErr{"not found"}
@@ -1206,125 +983,42 @@ func TestOnDone(t *testing.T) {
 	}
 }
 
-func TestOnDoneNotCalled(t *testing.T) {
-	type token struct{}
-	calls := 0
-	onDone := func(context.Context, int, time.Duration, error) { calls++ }
+// A panic in fn, IsRetryable, OnRetry or OnDone reaches the caller as it
+// was; OnDone is not called for the others.
+func TestPanicsReachTheCaller(t *testing.T) {
+	type token struct{ where string }
 	tests := []struct {
-		name string
-		p    Policy
-		fn   func(context.Context) error
+		where string
+		p     Policy
+		fn    func(context.Context) error
 	}{
-		{"invalid Policy", Policy{MaxAttempts: -1}, failOnce},
-		{"panic in fn", Policy{}, func(context.Context) error { panic(token{}) }},
-		{"panic in IsRetryable", Policy{IsRetryable: func(error) bool { panic(token{}) }}, failOnce},
-		{"panic in OnRetry", Policy{OnRetry: func(context.Context, int, error, time.Duration) { panic(token{}) }}, failOnce},
+		{"fn", Policy{}, func(context.Context) error { panic(&token{"fn"}) }},
+		{"IsRetryable", Policy{IsRetryable: func(error) bool { panic(&token{"IsRetryable"}) }}, failOnce},
+		{"OnRetry", Policy{OnRetry: func(context.Context, int, error, time.Duration) { panic(&token{"OnRetry"}) }}, failOnce},
+		{"OnDone", Policy{MaxAttempts: 1, OnDone: func(context.Context, int, time.Duration, error) { panic(&token{"OnDone"}) }}, failOnce},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			calls = 0
+		t.Run(tt.where, func(t *testing.T) {
+			onDone := 0
 			p := newFakeTime().with(tt.p)
-			p.OnDone = onDone
-			func() {
-				defer func() { recover() }()
-				Do(context.Background(), tt.fn, p)
+			if p.OnDone == nil {
+				p.OnDone = func(context.Context, int, time.Duration, error) { onDone++ }
+			}
+			defer func() {
+				if tok, ok := recover().(*token); !ok || tok.where != tt.where || onDone != 0 {
+					t.Errorf("recover() = %v, OnDone calls = %d; want the token panicked in %s, 0", tok, onDone, tt.where)
+				}
 			}()
-			if calls != 0 {
-				t.Errorf("OnDone calls = %d; want 0", calls)
-			}
-		})
-	}
-	t.Run("nil fn to DoValue", func(t *testing.T) {
-		calls = 0
-		DoValue[int](context.Background(), nil, Policy{OnDone: onDone})
-		if calls != 0 {
-			t.Errorf("OnDone calls = %d; want 0", calls)
-		}
-	})
-}
-
-func TestOnDonePanicReachesTheCaller(t *testing.T) {
-	type token struct{}
-	defer func() {
-		if _, ok := recover().(token); !ok {
-			t.Errorf("recover() did not return the token panicked in OnDone")
-		}
-	}()
-	Do(context.Background(), failOnce, Policy{MaxAttempts: 1, OnDone: func(context.Context, int, time.Duration, error) { panic(token{}) }})
-	t.Errorf("Do() returned; want the panic from OnDone")
-}
-
-func TestDoValueOnDone(t *testing.T) {
-	var got []doneCall
-	p := newFakeTime().with(Policy{})
-	p.OnDone = func(ctx context.Context, attempts int, elapsed time.Duration, err error) {
-		got = append(got, doneCall{ctx, attempts, elapsed, err})
-	}
-	calls := 0
-	v, err := DoValue(context.Background(), func(context.Context) (int, error) {
-		if calls++; calls < 2 {
-			return 0, errBoom
-		}
-		return 7, nil
-	}, p)
-	if v != 7 || err != nil || len(got) != 1 || got[0].attempts != 2 || got[0].err != nil {
-		t.Errorf("DoValue() = %v, %v with OnDone calls %+v; want 7, nil, one call with 2 attempts", v, err, got)
-	}
-}
-
-func TestOnRetryGetsDosCtx(t *testing.T) {
-	type key struct{}
-	ctx := context.WithValue(context.Background(), key{}, "request 42")
-	var seen []any
-	p := newFakeTime().with(Policy{MaxAttempts: 3})
-	p.OnRetry = func(ctx context.Context, _ int, _ error, _ time.Duration) { seen = append(seen, ctx.Value(key{})) }
-	Do(ctx, failOnce, p)
-	if want := []any{"request 42", "request 42"}; !slices.Equal(seen, want) {
-		t.Errorf("OnRetry ctx values = %v; want %v", seen, want)
-	}
-}
-
-// wrapHint is an error with a RetryAfter hint that wraps another error.
-type wrapHint struct {
-	d   time.Duration
-	err error
-}
-
-func (w wrapHint) Error() string             { return "wrapped: " + w.err.Error() }
-func (w wrapHint) RetryAfter() time.Duration { return w.d }
-func (w wrapHint) Unwrap() error             { return w.err }
-
-// A deadline that has passed wins over a hint, for
-// Policy.Timeout and for ctx's deadline alike.
-func TestPassedDeadlineWinsOverHint(t *testing.T) {
-	tests := []struct {
-		name       string
-		hint       time.Duration
-		p          Policy
-		ctxTimeout time.Duration
-		reason     Reason
-	}{
-		{"Timeout, 1ms hint", time.Millisecond, Policy{Timeout: time.Hour}, 0, DeadlineReached},
-		{"Timeout, hint above MaxDelay", time.Hour, Policy{Timeout: time.Hour}, 0, DeadlineReached},
-		{"ctx deadline, 1ms hint", time.Millisecond, Policy{}, time.Hour, DeadlineReached},
-		{"ctx deadline, hint above MaxDelay", time.Hour, Policy{}, time.Hour, DeadlineReached},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
-			fn := func(context.Context) error {
-				ft.advance(2 * time.Hour) // the call outlasts both deadlines
-				return hintErr(tt.hint)
-			}
-			err := Do(ctx, fn, ft.with(tt.p))
-			var re *RetryExhausted
-			if !errors.As(err, &re) || re.Reason != tt.reason {
-				t.Errorf("Do() = %v; want %v", err, tt.reason)
-			}
+			Do(context.Background(), tt.fn, p)
+			t.Errorf("Do() returned; want the panic from %s", tt.where)
 		})
 	}
 }
+
+// nilSafeErr is an error type whose method works on a nil pointer.
+type nilSafeErr struct{}
+
+func (*nilSafeErr) Error() string { return "nil-safe" }
 
 // ptrHint is an error whose pointer methods read a field.
 type ptrHint struct{ d time.Duration }
@@ -1332,116 +1026,240 @@ type ptrHint struct{ d time.Duration }
 func (h *ptrHint) Error() string             { return "hint " + h.d.String() }
 func (h *ptrHint) RetryAfter() time.Duration { return h.d }
 
-// As documented on Do, Do calls RetryAfter on a typed
-// nil error, and the panic of a method that dereferences it reaches the
-// caller; it is not swallowed.
-func TestTypedNilWhoseRetryAfterDereferences(t *testing.T) {
-	defer func() {
-		if _, ok := recover().(runtime.Error); !ok {
-			t.Errorf("recover() did not return the runtime error of the nil dereference")
-		}
-	}()
-	var typedNil *ptrHint
-	Do(context.Background(), func(context.Context) error { return typedNil }, newFakeTime().with(Policy{}))
-	t.Errorf("Do() returned; want the panic of (*ptrHint)(nil).RetryAfter")
+// A typed nil error is a failure, like any err != nil; Do asks it for a
+// hint, and the panic of a RetryAfter that dereferences it reaches the caller.
+func TestTypedNilError(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string // the message; "" for a panic
+	}{
+		{"nil-safe methods", (*nilSafeErr)(nil), "retry: gave up after 2 attempts in 100ms (max attempts reached): nil-safe"},
+		{"a RetryAfter that dereferences", (*ptrHint)(nil), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if _, ok := recover().(runtime.Error); ok != (tt.want == "") {
+					t.Errorf("recover() = %v; want a runtime error: %v", ok, tt.want == "")
+				}
+			}()
+			err := Do(context.Background(), func(context.Context) error { return tt.err }, newFakeTime().with(Policy{MaxAttempts: 2, Jitter: NoJitter}))
+			var re *RetryExhausted
+			var got *nilSafeErr
+			if !errors.As(err, &re) || re.Attempts != 2 || re.Last != tt.err || err.Error() != tt.want || !errors.As(err, &got) || got != nil {
+				t.Errorf("Do() = %v; want %q, with the typed nil as Last", err, tt.want)
+			}
+		})
+	}
 }
 
-// TestTimeLeftAtTheEdge: with 1ns left before a deadline, a wait of 0
-// ends before it, so Do retries at once; with nothing left, the deadline
-// has passed, whatever the hint.
-func TestTimeLeftAtTheEdge(t *testing.T) {
+// One Policy is shared by concurrent calls, each getting its own result.
+func TestSharedPolicy(t *testing.T) {
 	tests := []struct {
 		name       string
-		p          Policy
-		ctxTimeout time.Duration
-		callCost   time.Duration // fake time the first call takes
-		err        error         // what fn returns
-		reason     Reason
-		attempts   int
-		waits      []time.Duration
+		goroutines int
+		failures   func(i int) int
 	}{
-		{"1ns before Timeout", Policy{Timeout: time.Second}, 0, time.Second - 1, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
-		{"1ns before Timeout, 1ns hint", Policy{Timeout: time.Second}, 0, time.Second - 1, hintErr(1), HintTooLong, 1, nil},
-		{"at Timeout", Policy{Timeout: time.Second}, 0, time.Second, errBoom, DeadlineReached, 1, nil},
-		{"1ns before ctx deadline", Policy{}, time.Hour, time.Hour - 1, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
-		{"1ns before ctx deadline, 1ns hint", Policy{}, time.Hour, time.Hour - 1, hintErr(1), HintTooLong, 1, nil},
-		{"at ctx deadline", Policy{}, time.Hour, time.Hour, errBoom, DeadlineReached, 1, nil},
+		{"100 calls that give up", 100, func(int) int { return 10 }},
+		{"10,000 calls, 0 to 3 failures each", 10_000, func(i int) int { return i % 4 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
-			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
-			calls := 0
-			fn := func(context.Context) error {
-				if calls++; calls == 1 {
-					ft.advance(tt.callCost)
-				}
-				return tt.err
+			var hooks, want atomic.Int64
+			p := ft.with(Policy{MaxAttempts: 3, Jitter: FullJitter})
+			p.OnRetry = func(context.Context, int, error, time.Duration) { hooks.Add(1) }
+			var wg sync.WaitGroup
+			bad := make(chan error, tt.goroutines)
+			for i := range tt.goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					fn := &flaky{n: tt.failures(i), err: errBoom}
+					want.Add(int64(min(fn.n, 2)))
+					err := Do(context.Background(), fn.call, p)
+					var re *RetryExhausted
+					if fn.calls != min(fn.n+1, 3) || fn.n < 3 && err != nil || fn.n >= 3 && (!errors.As(err, &re) || re.Attempts != 3) {
+						bad <- fmt.Errorf("Do() = %v after %d calls, with %d failures", err, fn.calls, fn.n)
+					}
+				}()
 			}
-			p := tt.p
-			p.MaxAttempts, p.Jitter = 2, zeroJitter
-			err := Do(ctx, fn, ft.with(p))
-			var re *RetryExhausted
-			if !errors.As(err, &re) || re.Reason != tt.reason || re.Attempts != tt.attempts {
-				t.Errorf("Do() = %v; want %v after %d attempts", err, tt.reason, tt.attempts)
+			wg.Wait()
+			close(bad)
+			for err := range bad {
+				t.Fatalf("a concurrent %v; want its own result", err)
 			}
-			if got := ft.Waits(); !slices.Equal(got, tt.waits) {
-				t.Errorf("Do() waits = %v; want %v", got, tt.waits)
-			}
-			if tt.reason == DeadlineReached && (re == nil || re.Cause != context.DeadlineExceeded) {
-				t.Errorf("Do() = %v; want Cause context.DeadlineExceeded", err)
+			if hooks.Load() != want.Load() || int64(len(ft.Waits())) != want.Load() {
+				t.Errorf("OnRetry calls, waits = %d, %d; want %d each", hooks.Load(), len(ft.Waits()), want.Load())
 			}
 		})
 	}
 }
 
-// TestFnCtxWithA1nsDeadline: the smallest Timeout still bounds fn's ctx.
-func TestFnCtxWithA1nsDeadline(t *testing.T) {
-	ft := newFakeTime()
-	var left time.Duration
-	ok := false
-	Do(context.Background(), func(ctx context.Context) error {
-		var dl time.Time
-		dl, ok = ctx.Deadline()
-		left = time.Until(dl)
-		return nil
-	}, ft.with(Policy{Timeout: 1}))
-	if !ok || left > 1 {
-		t.Errorf("fn's ctx ends in %v (has deadline %v); want at most 1ns", left, ok)
-	}
+// ownDone is a Context whose Done channel package context did not make.
+type ownDone struct {
+	context.Context
+	done chan struct{}
 }
 
-// TestOnRetryTimeComesOffTheSleep: the Sleeper is asked for the chosen
-// wait less the time OnRetry took on Clock, never for less than 0, and
-// never for more than the wait when the Clock goes backwards in OnRetry.
-func TestOnRetryTimeComesOffTheSleep(t *testing.T) {
+func (c ownDone) Done() <-chan struct{} { return c.done }
+
+// Do starts no goroutine of its own; context.WithTimeout starts one for an
+// attempt, ending with it, only for a ctx whose Done package context did not make.
+func TestGoroutines(t *testing.T) {
+	// watchers counts the goroutines that context starts to watch a parent it does not know.
+	watchers := func() int {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "context.(*cancelCtx).propagateCancel.func")
+	}
+	// settled waits for the watchers of attempts that ended to exit, and returns how many are left.
+	settled := func() int {
+		for i := 0; i < 10000 && watchers() > 0; i++ {
+			runtime.Gosched()
+		}
+		return watchers()
+	}
+	own := func() context.Context { return ownDone{context.Background(), make(chan struct{})} }
 	tests := []struct {
-		name    string
-		onRetry time.Duration // fake time that OnRetry takes
-		want    time.Duration // what the Sleeper is asked for
+		name     string
+		ctx      context.Context
+		p        Policy
+		failures int
+		want     int
 	}{
-		{"OnRetry takes no time", 0, 100 * time.Millisecond},
-		{"OnRetry takes 30ms", 30 * time.Millisecond, 70 * time.Millisecond},
-		{"OnRetry takes the whole wait", 100 * time.Millisecond, 0},
-		{"OnRetry outlasts the wait", 2 * time.Second, 0},
-		{"the Clock goes back an hour in OnRetry", -time.Hour, 100 * time.Millisecond},
+		{"retries on the real timer", context.Background(), Policy{MaxAttempts: 3, BaseDelay: time.Microsecond, MaxDelay: time.Microsecond}, 2, 0},
+		{"no Timeout, own Done", own(), newFakeTime().with(Policy{}), 0, 0},
+		{"Timeout, a ctx from package context", context.WithValue(context.Background(), ownDone{}, 1), newFakeTime().with(Policy{Timeout: time.Hour}), 0, 0},
+		{"Timeout, own Done", own(), newFakeTime().with(Policy{Timeout: time.Hour}), 0, 1},
+		{"AttemptTimeout, own Done", own(), newFakeTime().with(Policy{AttemptTimeout: time.Hour}), 0, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			var chosen []time.Duration
-			p := ft.with(Policy{MaxAttempts: 2, Jitter: NoJitter})
-			p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
-				chosen = append(chosen, wait)
-				ft.advance(tt.onRetry)
+			if n := settled(); n != 0 {
+				t.Fatalf("goroutines watching a ctx before Do = %d; want 0", n)
 			}
-			Do(context.Background(), failOnce, p)
-			if want := []time.Duration{100 * time.Millisecond}; !slices.Equal(chosen, want) {
-				t.Errorf("OnRetry waits = %v; want %v", chosen, want)
+			// Other tests' goroutines may still be ending, so the count may fall; only a rise is Do's.
+			before := runtime.NumGoroutine()
+			var during []int
+			count := func() { during = append(during, runtime.NumGoroutine()-before, watchers()) }
+			p := tt.p
+			p.OnRetry = func(context.Context, int, error, time.Duration) { count() }
+			fn := &flaky{n: tt.failures, err: errBoom}
+			Do(tt.ctx, func(ctx context.Context) error { count(); return fn.call(ctx) }, p)
+			for i, n := range during {
+				if i%2 == 0 && n > tt.want || i%2 == 1 && n != tt.want {
+					t.Errorf("new goroutines, watchers during Do = %v; want at most %d, exactly %d throughout", during, tt.want, tt.want)
+					break
+				}
 			}
-			if got, want := ft.Waits(), []time.Duration{tt.want}; !slices.Equal(got, want) {
-				t.Errorf("Sleeper waits = %v; want %v", got, want)
+			if n := settled(); n != 0 {
+				t.Errorf("goroutines watching Do's ctx after Do = %d; want 0", n)
 			}
 		})
 	}
+}
+
+// Allocation counts are exact, not timings, so they are tests.
+func TestNoAllocationOnTheHotPath(t *testing.T) {
+	if info, _ := debug.ReadBuildInfo(); slices.Contains(info.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
+		t.Skip("the race detector allocates on its own")
+	}
+	ctx := context.Background()
+	calls := 0
+	succeed := func(context.Context) error { return nil }
+	failThrice := func(context.Context) error {
+		if calls++; calls%4 != 0 {
+			return errBoom
+		}
+		return nil
+	}
+	value := func(context.Context) (int, error) { return 1, nil }
+	budget := NewBudget(0.1, 10)
+	ctxDeadline, cancel := context.WithTimeout(ctx, time.Hour)
+	defer cancel()
+	tests := []struct {
+		name string
+		run  func()
+	}{
+		{"Do success", func() { Do(ctx, succeed, Policy{}) }},
+		{"DoValue success", func() { DoValue(ctx, value, Policy{}) }},
+		{"Do 3 retries, no wait", func() { Do(ctx, failThrice, Policy{Jitter: zeroJitter}) }},
+		{"Do success with a Budget", func() { Do(ctx, succeed, Policy{Budget: budget}) }},
+		{"Do 3 retries, no wait, ctx deadline", func() { Do(ctxDeadline, failThrice, Policy{Jitter: zeroJitter}) }},
+		{"Do success with hooks", func() { Do(ctx, succeed, Policy{OnRetry: onRetryNop, OnDone: onDoneNop}) }},
+		{"Do 3 retries, no wait, with hooks", func() {
+			Do(ctx, failThrice, Policy{Jitter: zeroJitter, OnRetry: onRetryNop, OnDone: onDoneNop})
+		}},
+	}
+	for _, tt := range tests {
+		if got := testing.AllocsPerRun(100, tt.run); got != 0 {
+			t.Errorf("%s: allocations = %v; want 0", tt.name, got)
+		}
+	}
+}
+
+// Hooks that capture nothing, as a shared Policy's that update package-level metrics.
+func onRetryNop(context.Context, int, error, time.Duration) {}
+func onDoneNop(context.Context, int, time.Duration, error)  {}
+
+// timeSink keeps the compiler from optimising the baseline's clock read away.
+var timeSink time.Time
+
+// BenchmarkDo measures the cost of Do around a fn that does nothing.
+// baseline is what a caller without retries pays: the call and one clock
+// read; compare the other sub-benchmarks with it within one run.
+func BenchmarkDo(b *testing.B) {
+	ctx := context.Background()
+	calls := 0
+	succeed := func(context.Context) error { calls++; return nil }
+	failThrice := func(context.Context) error { // fails 3 times, then succeeds
+		if calls++; calls%4 != 0 {
+			return errBoom
+		}
+		return nil
+	}
+	run := func(name string, p Policy, fn func(context.Context) error) {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			calls = 0
+			for range b.N {
+				if err := Do(ctx, fn, p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			timeSink = time.Now()
+			if err := succeed(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("success", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if err := Do(ctx, succeed, Policy{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	run("success-timeout", Policy{Timeout: time.Minute}, succeed)
+	run("success-attempt-timeout", Policy{AttemptTimeout: time.Minute}, succeed)
+	run("3-retries-no-wait", Policy{Jitter: zeroJitter}, failThrice)
+	run("success-hooks", Policy{OnRetry: onRetryNop, OnDone: onDoneNop}, succeed)
+	run("3-retries-no-wait-hooks", Policy{Jitter: zeroJitter, OnRetry: onRetryNop, OnDone: onDoneNop}, failThrice)
+	run("3-retries-real-timer", Policy{BaseDelay: time.Microsecond, MaxDelay: time.Microsecond, Jitter: NoJitter}, failThrice)
+	b.Run("DoValue-success", func(b *testing.B) {
+		b.ReportAllocs()
+		value := func(context.Context) (int, error) { return 42, nil }
+		for range b.N {
+			if v, err := DoValue(ctx, value, Policy{}); err != nil || v != 42 {
+				b.Fatal(v, err)
+			}
+		}
+	})
 }
