@@ -13,178 +13,149 @@ import (
 	"time"
 )
 
-// After attaches a hint that Do honours like any
-// RetryAfter method: the wait is max(jitter, d), and a hint the policy
-// cannot honour ends the run at once.
-func TestAfterThroughDo(t *testing.T) {
+// Do honours a hint, from After or any RetryAfter method, as After's doc
+// says: the wait is max(jitter, hint) for that one wait; the first
+// positive hint in the chain counts; a hint that does not fit under
+// MaxDelay, or before a deadline, ends the run at once with HintTooLong,
+// whose Cause is nil; a deadline that has passed wins over any hint; and
+// Permanent wins over a hint.
+func TestDoHonoursHints(t *testing.T) {
 	tests := []struct {
 		name       string
-		err        error
-		p          Policy
+		first, err error         // fn fails with first (if set) and then with err, every call
+		cost       time.Duration // the fake time each call takes
+		p          Policy        // Rand is constRand(0) if nil: the default Jitter then waits BaseDelay, 100ms
 		ctxTimeout time.Duration
-		wantWaits  []time.Duration // as the Sleeper records them and OnRetry reports them
-		wantReason Reason
+		waits      []time.Duration // as the Sleeper records them and OnRetry reports them
+		want       Reason          // 0: Do returns err as fn returned it
+		msg        string          // Do's message, if set
 	}{
-		{"hint longer than the jitter", After(5*time.Second, errBoom), Policy{MaxAttempts: 3}, 0,
-			[]time.Duration{5 * time.Second, 5 * time.Second}, MaxAttemptsReached},
-		{"hint shorter than the jitter", After(time.Millisecond, errBoom), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{100 * time.Millisecond}, MaxAttemptsReached},
-		{"1ns hint", After(1, errBoom), Policy{MaxAttempts: 2, Jitter: zeroJitter}, 0,
-			[]time.Duration{1}, MaxAttemptsReached},
-		{"hint equal to MaxDelay", After(time.Second, errBoom), Policy{MaxAttempts: 2, MaxDelay: time.Second}, 0,
-			[]time.Duration{time.Second}, MaxAttemptsReached},
-		{"hint above MaxDelay", After(31*time.Second, errBoom), Policy{}, 0,
-			nil, HintTooLong},
-		{"hint 1ns above MaxDelay", After(time.Second+1, errBoom), Policy{MaxDelay: time.Second}, 0,
-			nil, HintTooLong},
-		{"hint that ends at the Timeout", After(5*time.Second, errBoom), Policy{Timeout: 5 * time.Second}, 0,
-			nil, HintTooLong},
-		{"hint beyond the Timeout", After(10*time.Second, errBoom), Policy{Timeout: 5 * time.Second}, 0,
-			nil, HintTooLong},
-		{"hint that ends before the Timeout", After(4*time.Second, errBoom), Policy{MaxAttempts: 2, Timeout: 5 * time.Second}, 0,
-			[]time.Duration{4 * time.Second}, MaxAttemptsReached},
-		{"hint beyond ctx's deadline", After(10*time.Second, errBoom), Policy{}, 5 * time.Second,
-			nil, HintTooLong},
-		{"hint wrapped with %w", fmt.Errorf("get: %w", After(2*time.Second, errBoom)), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
-		{"hint joined", errors.Join(errors.New("other"), After(2*time.Second, errBoom)), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
-		{"longer hint outside a shorter one", After(3*time.Second, After(2*time.Second, errBoom)), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{3 * time.Second}, MaxAttemptsReached},
-		{"shorter hint outside a longer one", After(2*time.Second, After(3*time.Second, errBoom)), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{2 * time.Second}, MaxAttemptsReached}, // the outermost counts, not the longest
-		{"short hint outside one above MaxDelay", After(time.Second, After(time.Hour, errBoom)), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{time.Second}, MaxAttemptsReached},
-		{"zero hint outside a positive one", wrapHint{0, After(2*time.Second, errBoom)}, Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{2 * time.Second}, MaxAttemptsReached},
-		{"no hint: After(0, err)", After(0, errBoom), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{100 * time.Millisecond}, MaxAttemptsReached},
-		{"no hint: After(-1h, err)", After(-time.Hour, errBoom), Policy{MaxAttempts: 2}, 0,
-			[]time.Duration{100 * time.Millisecond}, MaxAttemptsReached},
+		{name: "hint longer than the jitter", err: After(5*time.Second, errBoom), p: Policy{MaxAttempts: 3},
+			waits: []time.Duration{5 * time.Second, 5 * time.Second}, want: MaxAttemptsReached},
+		{name: "hint shorter than the jitter", err: After(time.Millisecond, errBoom), p: Policy{MaxAttempts: 2},
+			waits: []time.Duration{100 * time.Millisecond}, want: MaxAttemptsReached},
+		{name: "1ns hint over a jitter of 0", err: hintErr(1), p: Policy{MaxAttempts: 2, Jitter: FullJitter},
+			waits: []time.Duration{1}, want: MaxAttemptsReached},
+		{name: "zero hint", err: hintErr(0), p: Policy{MaxAttempts: 2},
+			waits: []time.Duration{100 * time.Millisecond}, want: MaxAttemptsReached},
+		{name: "negative hint", err: hintErr(-time.Second), p: Policy{MaxAttempts: 2, Timeout: time.Second},
+			waits: []time.Duration{100 * time.Millisecond}, want: MaxAttemptsReached},
+		// decorrelated at u = 0.5 from 10ms: 20ms (raised to the 2s hint), 35ms, 57.5ms
+		{name: "hint raises one wait; the jitter goes on from its own choice", first: hintErr(2 * time.Second), err: errBoom,
+			p:     Policy{MaxAttempts: 4, BaseDelay: 10 * time.Millisecond, Rand: constRand(0.5)},
+			waits: []time.Duration{2 * time.Second, 35 * time.Millisecond, 57500 * time.Microsecond}, want: MaxAttemptsReached},
+
+		// the chain, walked as errors.As walks it
+		{name: "hint wrapped with %w", err: fmt.Errorf("get: %w", After(2*time.Second, errBoom)), p: Policy{MaxAttempts: 2},
+			waits: []time.Duration{2 * time.Second}, want: MaxAttemptsReached},
+		{name: "first hint of a join", err: errors.Join(errBoom, hintErr(time.Second), hintErr(2*time.Second)), p: Policy{MaxAttempts: 2},
+			waits: []time.Duration{time.Second}, want: MaxAttemptsReached},
+		{name: "shorter hint outside a longer one", err: After(2*time.Second, After(3*time.Second, errBoom)), p: Policy{MaxAttempts: 2},
+			waits: []time.Duration{2 * time.Second}, want: MaxAttemptsReached}, // the outermost counts, not the longest
+		{name: "short hint outside one above MaxDelay", err: After(time.Second, After(time.Hour, errBoom)), p: Policy{MaxAttempts: 2},
+			waits: []time.Duration{time.Second}, want: MaxAttemptsReached},
+		{name: "zero hint outside a positive one", err: wrapHint{0, After(2*time.Second, errBoom)}, p: Policy{MaxAttempts: 2},
+			waits: []time.Duration{2 * time.Second}, want: MaxAttemptsReached},
+		{name: "negative hint outside a positive one", err: wrapHint{-time.Second, hintErr(2 * time.Second)}, p: Policy{MaxAttempts: 2},
+			waits: []time.Duration{2 * time.Second}, want: MaxAttemptsReached},
+
+		// MaxDelay and the deadlines
+		{name: "hint equal to MaxDelay", err: After(time.Second, errBoom), p: Policy{MaxAttempts: 2, MaxDelay: time.Second},
+			waits: []time.Duration{time.Second}, want: MaxAttemptsReached},
+		{name: "hint above MaxDelay", err: After(31*time.Second, errBoom), want: HintTooLong,
+			msg: "retry: gave up after 1 attempt in 0s (retry-after hint too long: 31s, above MaxDelay 30s): boom"},
+		{name: "hint that ends before the Timeout", err: After(4*time.Second, errBoom), p: Policy{MaxAttempts: 2, Timeout: 5 * time.Second},
+			waits: []time.Duration{4 * time.Second}, want: MaxAttemptsReached},
+		{name: "hint that ends at the Timeout", err: After(5*time.Second, errBoom), p: Policy{Timeout: 5 * time.Second}, want: HintTooLong,
+			msg: "retry: gave up after 1 attempt in 0s (retry-after hint too long: 5s, with 5s left before Policy.Timeout): boom"},
+		{name: "hint that ends before ctx's deadline", err: hintErr(time.Second), p: Policy{MaxAttempts: 2}, ctxTimeout: time.Hour,
+			waits: []time.Duration{time.Second}, want: MaxAttemptsReached},
+		{name: "hint that ends at ctx's deadline", err: hintErr(time.Hour), p: Policy{MaxDelay: 2 * time.Hour}, ctxTimeout: time.Hour, want: HintTooLong},
+		{name: "hint past both limits names MaxDelay", err: hintErr(time.Minute), p: Policy{MaxDelay: 10 * time.Second, Timeout: time.Second}, want: HintTooLong,
+			msg: "retry: gave up after 1 attempt in 0s (retry-after hint too long: 1m0s, above MaxDelay 10s): slow down"},
+		{name: "passed Timeout wins over a 1ms hint", err: hintErr(time.Millisecond), cost: 2 * time.Hour, p: Policy{Timeout: time.Hour}, want: DeadlineReached},
+		{name: "passed Timeout wins over a hint above MaxDelay", err: hintErr(time.Hour), cost: 2 * time.Hour, p: Policy{Timeout: time.Hour}, want: DeadlineReached},
+		{name: "passed ctx deadline wins over a 1ms hint", err: hintErr(time.Millisecond), cost: 2 * time.Hour, ctxTimeout: time.Hour, want: DeadlineReached},
+		{name: "passed ctx deadline wins over a hint above MaxDelay", err: hintErr(time.Hour), cost: 2 * time.Hour, ctxTimeout: time.Hour, want: DeadlineReached},
+
+		// Permanent wins, on either side of After
+		{name: "Permanent(After(d, err))", err: Permanent(After(time.Second, errBoom))},
+		{name: "After(d, Permanent(err))", err: After(time.Second, Permanent(errBoom))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
 			ctx := ft.deadlineCtx(t, tt.ctxTimeout)
-			fn := &flaky{n: 100, err: tt.err}
+			calls := 0
+			fn := func(context.Context) error {
+				calls++
+				ft.advance(tt.cost)
+				if calls == 1 && tt.first != nil {
+					return tt.first
+				}
+				return tt.err
+			}
 			p := ft.with(tt.p)
-			p.Rand = constRand(0) // the default Jitter then waits BaseDelay, 100ms
+			if p.Rand == nil {
+				p.Rand = constRand(0)
+			}
 			var reported []time.Duration
 			p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) { reported = append(reported, wait) }
-			err := Do(ctx, fn.call, p)
-			if got := ft.Waits(); !slices.Equal(got, tt.wantWaits) {
-				t.Errorf("Do() waits = %v; want %v", got, tt.wantWaits)
+			err := Do(ctx, fn, p)
+			if got := ft.Waits(); !slices.Equal(got, tt.waits) {
+				t.Errorf("Do() waits = %v; want %v", got, tt.waits)
 			}
-			if !slices.Equal(reported, tt.wantWaits) {
-				t.Errorf("OnRetry waits = %v; want %v", reported, tt.wantWaits)
+			if !slices.Equal(reported, tt.waits) {
+				t.Errorf("OnRetry waits = %v; want %v", reported, tt.waits)
 			}
-			wantAttempts := len(tt.wantWaits) + 1
+			if want := len(tt.waits) + 1; calls != want {
+				t.Errorf("Do() calls = %d; want %d", calls, want)
+			}
+			if tt.msg != "" && (err == nil || err.Error() != tt.msg) {
+				t.Errorf("Do() = %v; want %q", err, tt.msg)
+			}
 			var re *RetryExhausted
 			switch {
-			case !errors.As(err, &re) || re.Reason != tt.wantReason:
-				t.Errorf("Do() = %v; want a *RetryExhausted for %v", err, tt.wantReason)
-			case re.Attempts != wantAttempts || fn.calls != wantAttempts:
-				t.Errorf("Do() attempts, calls = %d, %d; want %d, %d", re.Attempts, fn.calls, wantAttempts, wantAttempts)
-			case re.Last != tt.err || !errors.Is(err, errBoom):
-				t.Errorf("Do() Last = %v; want fn's error, through which errors.Is reaches boom", re.Last)
+			case tt.want == 0:
+				if err != tt.err {
+					t.Errorf("Do() = %v; want fn's error itself", err)
+				}
+			case !errors.As(err, &re) || re.Reason != tt.want:
+				t.Errorf("Do() = %v; want a *RetryExhausted for %v", err, tt.want)
+			case re.Attempts != calls || re.Last != tt.err || !errors.Is(err, tt.err):
+				t.Errorf("Do() Attempts, Last = %d, %v; want %d, fn's last error, reached by errors.Is", re.Attempts, re.Last, calls)
+			case errors.Is(err, context.DeadlineExceeded) != (tt.want == DeadlineReached):
+				t.Errorf("errors.Is(Do(), context.DeadlineExceeded) = %v; want %v", tt.want != DeadlineReached, tt.want == DeadlineReached)
+			case tt.want == HintTooLong && re.Cause != nil:
+				t.Errorf("Do() Cause = %v; want nil for a hint too long", re.Cause)
 			}
 		})
 	}
 }
 
 // After's value: nil stays nil, d <= 0 returns err itself, and otherwise
-// the result reads as err does.
+// the result reads as err does, unwraps to it, and has RetryAfter() d.
 func TestAfterValue(t *testing.T) {
 	if err := After(time.Second, nil); err != nil {
 		t.Errorf("After(1s, nil) = %v; want nil", err)
 	}
-	for _, d := range []time.Duration{0, -1, -time.Hour, math.MinInt64} {
+	for _, d := range []time.Duration{0, -1, math.MinInt64} {
 		if err := After(d, errBoom); err != errBoom {
 			t.Errorf("After(%v, boom) = %#v; want boom itself", d, err)
 		}
 	}
-	inner := &apiError{"too many requests"}
+	inner := hintErr(time.Second)
 	err := After(3*time.Second, inner)
-	if err == error(inner) {
-		t.Fatalf("After(3s, err) = err; want err with a hint")
-	}
-	if got, want := err.Error(), inner.Error(); got != want {
-		t.Errorf("After(3s, err).Error() = %q; want %q", got, want)
-	}
-	var target *apiError
-	if !errors.Is(err, inner) || !errors.As(err, &target) || target != inner {
+	var target hintErr
+	switch h, ok := err.(interface{ RetryAfter() time.Duration }); {
+	case err == error(inner) || !ok || h.RetryAfter() != 3*time.Second:
+		t.Errorf("After(3s, err) = %#v; want err with a RetryAfter() of 3s", err)
+	case err.Error() != inner.Error():
+		t.Errorf("After(3s, err).Error() = %q; want %q", err.Error(), inner.Error())
+	case errors.Unwrap(err) != error(inner):
+		t.Errorf("errors.Unwrap(After(3s, err)) = %v; want err", errors.Unwrap(err))
+	case !errors.Is(err, inner) || !errors.As(err, &target) || target != inner:
 		t.Errorf("After(3s, err): errors.Is, errors.As do not reach err")
-	}
-	if got := errors.Unwrap(err); got != error(inner) {
-		t.Errorf("errors.Unwrap(After(3s, err)) = %v; want err", got)
-	}
-	h, ok := err.(interface{ RetryAfter() time.Duration })
-	if !ok || h.RetryAfter() != 3*time.Second {
-		t.Errorf("After(3s, err) has no RetryAfter() of 3s")
-	}
-	if got := fmt.Errorf("get: %w", err).Error(); got != "get: too many requests" {
-		t.Errorf("wrapped message = %q; want %q", got, "get: too many requests")
-	}
-}
-
-type apiError struct{ msg string }
-
-func (e *apiError) Error() string { return e.msg }
-
-// retryAfter, which Do asks for the hint, finds the first positive hint in
-// the chain, as errors.As walks it; a negative one counts as none.
-func TestRetryAfterOfAChain(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want time.Duration
-	}{
-		{"nil", nil, 0},
-		{"no hint", errBoom, 0},
-		{"After", After(2*time.Second, errBoom), 2 * time.Second},
-		{"negative hint", hintErr(-time.Second), 0},
-		{"negative hints only", wrapHint{-time.Second, hintErr(-2 * time.Second)}, 0},
-		{"negative outside positive", wrapHint{-time.Second, After(2*time.Second, errBoom)}, 2 * time.Second},
-		{"outermost of two", After(3*time.Second, After(2*time.Second, errBoom)), 3 * time.Second},
-		{"first of a join", errors.Join(errBoom, After(time.Second, errBoom), After(2*time.Second, errBoom)), time.Second},
-	}
-	for _, tt := range tests {
-		if got := retryAfter(tt.err); got != tt.want {
-			t.Errorf("retryAfter(%s) = %v; want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
-// A Permanent error is not retried whatever its hint, on either side of
-// After: one attempt, no wait, and Do returns what Permanent's doc says.
-func TestAfterWithPermanent(t *testing.T) {
-	hinted := After(time.Second, errBoom)
-	inner := After(time.Second, Permanent(errBoom))
-	tests := []struct {
-		name string
-		err  error
-		want error
-	}{
-		{"Permanent(After(d, err))", Permanent(hinted), nil},
-		{"After(d, Permanent(err))", inner, nil},
-		{"wrapped Permanent(After(d, err))", fmt.Errorf("get: %w", Permanent(hinted)), nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			fn := &flaky{n: 100, err: tt.err}
-			err := Do(context.Background(), fn.call, ft.with(Policy{}))
-			want := tt.want
-			if want == nil {
-				want = tt.err
-			}
-			if err != want || fn.calls != 1 || len(ft.Waits()) != 0 {
-				t.Errorf("Do() = %v after %d calls, %d waits; want %v after 1 call, 0 waits", err, fn.calls, len(ft.Waits()), want)
-			}
-			if !errors.Is(err, errBoom) {
-				t.Errorf("Do() = %v; want errors.Is to reach boom", err)
-			}
-		})
 	}
 }
 
