@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -387,4 +390,36 @@ func ExampleParseRetryAfter() {
 	// "Thu, 03 Dec 2026 11:00:00 GMT": 0s true
 	// "": 0s false
 	// "soon": 0s false
+}
+
+// The README's observability recipe, as written, makes no allocation for
+// a call that succeeds.
+func TestObserveRecipeAllocatesNothingOnSuccess(t *testing.T) {
+	if raceEnabled() {
+		t.Skip("the race detector allocates on its own")
+	}
+	m := newCallSite()
+	p := instrument(retry.Policy{}, m, slog.New(requestIDHandler{slog.NewTextHandler(io.Discard, nil)}))
+	ctx := withRequestID(context.Background(), "r1")
+	succeed := func(context.Context) error { return nil }
+	if got := testing.AllocsPerRun(100, func() { retry.Do(ctx, succeed, p) }); got != 0 {
+		t.Errorf("Do() with the recipe's hooks, success: allocations = %v; want 0", got)
+	}
+	if got, want := m.outcomes.Get("success_first_try").String(), "101"; got != want {
+		t.Errorf(`outcomes["success_first_try"] = %s; want %s`, got, want)
+	}
+}
+
+// raceEnabled reports whether the test binary was built with -race.
+func raceEnabled() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }
