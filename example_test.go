@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -31,6 +32,73 @@ var noWait = retry.SleeperFunc(func(ctx context.Context, d time.Duration) error 
 })
 
 var errUnavailable = errors.New("service unavailable")
+
+// fakeTime is a Clock and a Sleeper on virtual time: Sleep returns at
+// once and moves the clock forward by the wait.
+type fakeTime struct{ now time.Time }
+
+func (f *fakeTime) Now() time.Time { return f.now }
+
+func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
+	f.now = f.now.Add(d)
+	return ctx.Err()
+}
+
+// maxDrain is how much the HTTP clients here read of a body that they
+// retry or refuse, before they close it: all of a short body, so that its
+// connection serves again, and no more of a long one.
+const maxDrain = 64 << 10
+
+// getBody is the README's GET client, as a function for the examples.
+func getBody(ctx context.Context, client *http.Client, url string, p retry.Policy) ([]byte, error) {
+	body, err := retry.DoValue(ctx, func(ctx context.Context) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, retry.Permanent(err) // a malformed URL
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err // a network error or a timeout: retried
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode < 400 {
+			return io.ReadAll(resp.Body) // inside fn: a reset mid-body is retried too
+		}
+		io.CopyN(io.Discard, resp.Body, maxDrain) // all of a short body, so that the connection serves again
+		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
+			return nil, retry.After(wait, errors.New(resp.Status)) // retried, no sooner than asked
+		}
+		return nil, retry.Permanent(errors.New(resp.Status)) // would fail the same way again
+	}, p)
+	return body, err
+}
+
+// postOrder is the README's POST client, as a function for the examples.
+func postOrder(ctx context.Context, client *http.Client, url, key string, order []byte, p retry.Policy) ([]byte, error) {
+	body, err := retry.DoValue(ctx, func(ctx context.Context) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(order))
+		if err != nil {
+			return nil, retry.Permanent(err)
+		}
+		req.Header.Set("Idempotency-Key", key) // the server answers a repeat with its first answer
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode < 400 {
+			return io.ReadAll(resp.Body)
+		}
+		io.CopyN(io.Discard, resp.Body, maxDrain)
+		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
+			return nil, retry.After(wait, errors.New(resp.Status))
+		}
+		return nil, retry.Permanent(errors.New(resp.Status))
+	}, p)
+	return body, err
+}
 
 func ExampleDo() {
 	calls := 0
@@ -236,17 +304,6 @@ func ExampleDecorrelatedJitter() {
 	// Output: 200ms 350ms 575ms 1.5625s 2s
 }
 
-// fakeTime is a Clock and a Sleeper on virtual time: Sleep returns at
-// once and moves the clock forward by the wait.
-type fakeTime struct{ now time.Time }
-
-func (f *fakeTime) Now() time.Time { return f.now }
-
-func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
-	f.now = f.now.Add(d)
-	return ctx.Err()
-}
-
 // Code that retries is tested on fake time: inject a Clock and a Sleeper,
 // and a fixed Rand for a fixed schedule. This run spends 7s of fake time
 // and no real time: after the call at 7s, the next wait (8s) would end
@@ -294,57 +351,6 @@ func ExampleNewBudget() {
 	// call 2: retry budget exhausted, attempts: 1
 	// call 3: retry budget exhausted, attempts: 1
 	// true
-}
-
-// TestREADMEGoBlocks checks that every Go block in README.md is code that
-// compiles: its text stands in a _test.go file of this package, as it is
-// or indented one tab (the body of a function). The one exception is a
-// block marked "not compiled", the gRPC recipe, since the module does not
-// import gRPC.
-func TestREADMEGoBlocks(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := filepath.Glob("*_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src strings.Builder
-	for _, name := range names {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src.Write(b)
-	}
-	const open, marker = "\n```go\n", "<!-- not compiled: needs google.golang.org/grpc -->"
-	blocks, skipped := 0, 0
-	for rest := string(readme); ; {
-		before, after, ok := strings.Cut(rest, open)
-		if !ok {
-			break
-		}
-		block, next, ok := strings.Cut(after, "```\n")
-		if !ok {
-			t.Fatalf("README.md: a Go block is not closed")
-		}
-		rest = next
-		if strings.HasSuffix(before, marker) {
-			skipped++
-			continue
-		}
-		blocks++
-		indented := "\t" + strings.ReplaceAll(strings.TrimSuffix(block, "\n"), "\n", "\n\t") + "\n"
-		indented = strings.ReplaceAll(indented, "\t\n", "\n") // blank lines stay blank
-		if !strings.Contains(src.String(), block) && !strings.Contains(src.String(), indented) {
-			first, _, _ := strings.Cut(block, "\n")
-			t.Errorf("README.md's Go block %d, starting %q, is in no _test.go file", blocks, first)
-		}
-	}
-	if blocks < 5 || skipped != 1 {
-		t.Errorf("README.md has %d checked Go blocks and %d marked not compiled; want at least 5, and 1", blocks, skipped)
-	}
 }
 
 // A server that answers "busy, come back in 2s" gets its 2 seconds: Do
@@ -397,94 +403,6 @@ func ExampleParseRetryAfter() {
 	// "Thu, 03 Dec 2026 11:00:00 GMT": 0s true
 	// "": 0s false
 	// "soon": 0s false
-}
-
-// The README's observability recipe, as written, makes no allocation for
-// a call that succeeds.
-func TestObserveRecipeAllocatesNothingOnSuccess(t *testing.T) {
-	if raceEnabled() {
-		t.Skip("the race detector allocates on its own")
-	}
-	m := newCallSite()
-	p := instrument(retry.Policy{}, m, slog.New(requestIDHandler{slog.NewTextHandler(io.Discard, nil)}))
-	ctx := withRequestID(context.Background(), "r1")
-	succeed := func(context.Context) error { return nil }
-	if got := testing.AllocsPerRun(100, func() { retry.Do(ctx, succeed, p) }); got != 0 {
-		t.Errorf("Do() with the recipe's hooks, success: allocations = %v; want 0", got)
-	}
-	if got, want := m.outcomes.Get("success_first_try").String(), "101"; got != want {
-		t.Errorf(`outcomes["success_first_try"] = %s; want %s`, got, want)
-	}
-}
-
-// raceEnabled reports whether the test binary was built with -race.
-func raceEnabled() bool {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range info.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
-}
-
-// maxDrain is how much the HTTP clients here read of a body that they
-// retry or refuse, before they close it: all of a short body, so that its
-// connection serves again, and no more of a long one.
-const maxDrain = 64 << 10
-
-// getBody is the README's GET client, as a function for the examples.
-func getBody(ctx context.Context, client *http.Client, url string, p retry.Policy) ([]byte, error) {
-	body, err := retry.DoValue(ctx, func(ctx context.Context) ([]byte, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return nil, retry.Permanent(err) // a malformed URL
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err // a network error or a timeout: retried
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode < 400 {
-			return io.ReadAll(resp.Body) // inside fn: a reset mid-body is retried too
-		}
-		io.CopyN(io.Discard, resp.Body, maxDrain) // all of a short body, so that the connection serves again
-		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
-			return nil, retry.After(wait, errors.New(resp.Status)) // retried, no sooner than asked
-		}
-		return nil, retry.Permanent(errors.New(resp.Status)) // would fail the same way again
-	}, p)
-	return body, err
-}
-
-// postOrder is the README's POST client, as a function for the examples.
-func postOrder(ctx context.Context, client *http.Client, url, key string, order []byte, p retry.Policy) ([]byte, error) {
-	body, err := retry.DoValue(ctx, func(ctx context.Context) ([]byte, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(order))
-		if err != nil {
-			return nil, retry.Permanent(err)
-		}
-		req.Header.Set("Idempotency-Key", key) // the server answers a repeat with its first answer
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode < 400 {
-			return io.ReadAll(resp.Body)
-		}
-		io.CopyN(io.Discard, resp.Body, maxDrain)
-		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
-			return nil, retry.After(wait, errors.New(resp.Status))
-		}
-		return nil, retry.Permanent(errors.New(resp.Status))
-	}, p)
-	return body, err
 }
 
 // A GET retried on a 503 and a 429, each with a Retry-After header: each
@@ -681,7 +599,7 @@ func TestTour(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		path, want string
-		attempts   int
+		attempts   int32
 	}{
 		{"/flaky", "ok", 3},
 		{"/slow", "ok", 2},
@@ -690,19 +608,26 @@ func TestTour(t *testing.T) {
 	} {
 		show("GET %s\n", tt.path)
 		start := time.Now()
-		body, err := getBody(context.Background(), srv.Client(), srv.URL+tt.path, p)
-		got := string(body)
-		if err != nil {
-			got = strings.ReplaceAll(err.Error(), srv.URL, "$URL")
-		}
-		show("  = %s, after %v\n", got, time.Since(start).Round(time.Millisecond))
+		got := result(getBody(context.Background(), srv.Client(), srv.URL+tt.path, p))
+		show("  = %s, after %v\n", strings.ReplaceAll(got, srv.URL, "$URL"), time.Since(start).Round(time.Millisecond))
 		n, _ := hits.Load(tt.path)
-		if attempts := int(n.(*atomic.Int32).Load()); !strings.HasPrefix(got, tt.want) || attempts != tt.attempts {
+		if attempts := n.(*atomic.Int32).Load(); !strings.HasPrefix(got, tt.want) || attempts != tt.attempts {
 			t.Errorf("GET %s = %q after %d attempts; want %q after %d", tt.path, got, attempts, tt.want, tt.attempts)
 		}
 	}
 }
 
+// result is body, or err's message.
+func result(body []byte, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return string(body)
+}
+
+// TestRoundTripper checks the rows of the README's table after the first,
+// and that retryTransport drains a short response that it retries, so
+// that one connection serves every attempt.
 func TestRoundTripper(t *testing.T) {
 	var conns, resets atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -727,98 +652,66 @@ func TestRoundTripper(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-
-	t.Run("DrainsWhatItRetries", func(t *testing.T) {
-		conns.Store(0)
-		client := &http.Client{Transport: &retryTransport{Base: srv.Client().Transport, Policy: retry.Policy{MaxAttempts: 4, Sleeper: noWait}}}
-		resp, err := client.Get(srv.URL)
-		if err != nil {
-			t.Fatalf("Get() error = %v; want the last response", err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 503 || len(body) != 5001 {
-			t.Errorf("Get() = %d with %d bytes; want 503 with 5001", resp.StatusCode, len(body))
-		}
-		if n := conns.Load(); n != 1 {
-			t.Errorf("4 attempts used %d connections; want 1, each response drained for the next", n)
-		}
-	})
-	t.Run("ReturnsTheLastAttemptsError", func(t *testing.T) {
-		client := &http.Client{Transport: &retryTransport{Base: srv.Client().Transport, Policy: retry.Policy{MaxAttempts: 3, Sleeper: noWait}}}
-		resp, err := client.Get(srv.URL + "/reset")
-		if err == nil {
-			resp.Body.Close()
-		}
-		var re *retry.RetryExhausted
-		if !errors.As(err, &re) || re.Attempts != 3 {
-			t.Errorf("Get() = %v; want the third attempt's network error, not the 503 before it", err)
-		}
-	})
-	t.Run("RequestCtxEndsTheRetries", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		attempts := 0
-		client := &http.Client{Transport: &retryTransport{Policy: retry.Policy{
-			OnRetry: func(context.Context, int, error, time.Duration) { cancel() },
-			OnDone:  func(_ context.Context, n int, _ time.Duration, _ error) { attempts = n },
-			Sleeper: noWait,
-		}}}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		if !errors.Is(err, context.Canceled) || attempts != 1 {
-			t.Errorf("Do() = %v after %d attempts; want context.Canceled after 1", err, attempts)
-		}
-	})
-	t.Run("ReturnsTheLastResponseAtTheDeadline", func(t *testing.T) {
-		untilDone := retry.SleeperFunc(func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() })
-		for _, tt := range []struct {
-			name string
-			p    retry.Policy
-		}{
-			{"Do sees that the next wait does not fit", retry.Policy{BaseDelay: time.Hour}},
-			{"ctx's timer ends the wait", retry.Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Sleeper: untilDone}},
-		} {
-			ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	untilDone := retry.SleeperFunc(func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() })
+	for _, tt := range []struct {
+		name, path string
+		ctx        string // "": Background; "timeout": 250ms; "done": cancelled at once; "cancel": by OnRetry
+		p          retry.Policy
+		want       string // RoundTrip's error, or the response and what reading its body gave
+		conns      int32  // if not 0
+		unsent     bool   // RoundTrip must close the request's body, which it does not send
+	}{
+		{"drains what it retries", "/", "", retry.Policy{MaxAttempts: 4}, "503, 5001 bytes, <nil>", 1, false},
+		{"the last attempt's error", "/reset", "", retry.Policy{MaxAttempts: 3}, "max attempts reached after 3", 0, false},
+		{"request ctx cancelled", "/", "cancel", retry.Policy{}, "canceled after 1", 0, false},
+		{"next wait past ctx's deadline", "/hang", "timeout", retry.Policy{BaseDelay: time.Hour}, "503, 0 bytes, context deadline exceeded", 0, false},
+		{"ctx's timer ends the wait", "/hang", "timeout", retry.Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Sleeper: untilDone},
+			"503, 0 bytes, context deadline exceeded", 0, false},
+		{"AttemptTimeout set", "/", "", retry.Policy{AttemptTimeout: time.Second}, "retryTransport: Policy.AttemptTimeout and Timeout must be 0", 0, true},
+		{"invalid Policy", "/", "", retry.Policy{MaxAttempts: -1}, "retry: invalid policy", 0, true},
+		{"ctx done", "/", "done", retry.Policy{}, "context canceled", 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/hang", nil)
-			resp, err := (&retryTransport{Base: srv.Client().Transport, Policy: tt.p}).RoundTrip(req)
-			if err != nil {
-				t.Errorf("%s: RoundTrip() = %v; want the 503", tt.name, err)
-				continue
+			switch tt.ctx {
+			case "timeout":
+				ctx, cancel = context.WithTimeout(ctx, 250*time.Millisecond)
+				defer cancel()
+			case "done":
+				cancel()
+			case "cancel":
+				tt.p.OnRetry = func(context.Context, int, error, time.Duration) { cancel() }
 			}
-			<-ctx.Done()
-			_, err = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 503 || !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("%s: RoundTrip() = %d, then reading its body = %v; want 503, then ctx's error", tt.name, resp.StatusCode, err)
-			}
-		}
-	})
-	t.Run("ClosesTheBodyItDoesNotSend", func(t *testing.T) {
-		done, cancel := context.WithCancel(context.Background())
-		cancel()
-		for _, tt := range []struct {
-			name string
-			ctx  context.Context
-			p    retry.Policy
-		}{
-			{"AttemptTimeout set", context.Background(), retry.Policy{AttemptTimeout: time.Second}},
-			{"invalid Policy", context.Background(), retry.Policy{MaxAttempts: -1}},
-			{"ctx done", done, retry.Policy{}},
-		} {
 			body := &bodyRecorder{Reader: strings.NewReader("x")}
-			req, _ := http.NewRequestWithContext(tt.ctx, http.MethodPut, srv.URL, body)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+tt.path, body)
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
-			_, err := (&retryTransport{Policy: tt.p}).RoundTrip(req)
-			if err == nil || !body.closed {
-				t.Errorf("%s: RoundTrip() = %v, body closed %v; want an error and the body closed", tt.name, err, body.closed)
+			if tt.p.Sleeper == nil {
+				tt.p.Sleeper = noWait
 			}
-		}
-	})
+			conns.Store(0)
+			resp, err := (&retryTransport{Base: srv.Client().Transport, Policy: tt.p}).RoundTrip(req)
+			var re *retry.RetryExhausted
+			got := fmt.Sprint(err)
+			switch {
+			case errors.As(err, &re):
+				got = fmt.Sprintf("%v after %d", re.Reason, re.Attempts)
+			case err == nil:
+				if tt.ctx == "timeout" {
+					<-ctx.Done()
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got = fmt.Sprintf("%d, %d bytes, %v", resp.StatusCode, len(b), err)
+			}
+			if !strings.HasPrefix(got, tt.want) || tt.unsent && !body.closed {
+				t.Errorf("RoundTrip() = %q, body closed %v; want %q, and closed if unsent", got, body.closed, tt.want)
+			}
+			if n := conns.Load(); tt.conns != 0 && n != tt.conns {
+				t.Errorf("RoundTrip() used %d connections; want %d", n, tt.conns)
+			}
+		})
+	}
 }
 
 // TestHTTPReadsAtMostMaxDrain: each client reads at most maxDrain bytes of
@@ -842,15 +735,9 @@ func TestHTTPReadsAtMostMaxDrain(t *testing.T) {
 	}))
 	defer srv.Close()
 	p := retry.Policy{MaxAttempts: 3, Sleeper: noWait}
-	str := func(body []byte, err error) string {
-		if err != nil {
-			return err.Error()
-		}
-		return string(body)
-	}
-	get := func(c *http.Client, url string) string { return str(getBody(context.Background(), c, url, p)) }
+	get := func(c *http.Client, url string) string { return result(getBody(context.Background(), c, url, p)) }
 	post := func(c *http.Client, url string) string {
-		return str(postOrder(context.Background(), c, url, "k", []byte("order"), p))
+		return result(postOrder(context.Background(), c, url, "k", []byte("order"), p))
 	}
 	transport := func(c *http.Client, url string) string {
 		c.Transport = &retryTransport{Base: c.Transport, Policy: p}
@@ -933,29 +820,32 @@ func (b *bodyRecorder) Close() error {
 // deadline or an attempt hung until it, is the dependency's failure.
 func TestBreakerDecidesOnReason(t *testing.T) {
 	unavailable := func(context.Context) error { return errUnavailable }
-	tests := []struct {
-		name   string
-		ctx    func(t *testing.T) context.Context
-		p      retry.Policy
-		fn     func(ctx context.Context) error
-		leave  bool // the caller cancels ctx while the first attempt runs
-		failed bool
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration // of ctx, if not 0
+		leave   bool          // the caller cancels ctx during the first attempt
+		p       retry.Policy
+		fn      func(ctx context.Context) error
+		failed  bool
 	}{
-		{"success", background, retry.Policy{}, func(context.Context) error { return nil }, false, false},
-		{"Permanent", background, retry.Policy{}, func(context.Context) error { return retry.Permanent(errUnavailable) }, false, false},
-		{"out of attempts", background, retry.Policy{MaxAttempts: 2, BaseDelay: time.Nanosecond}, unavailable, false, true},
-		{"next wait past ctx's deadline, ctx alive", withTimeout(time.Hour), retry.Policy{BaseDelay: 2 * time.Hour}, unavailable, false, true},
-		{"hung until ctx's deadline", withTimeout(20 * time.Millisecond), retry.Policy{},
-			func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, false, true},
-		{"the caller left", background, retry.Policy{}, unavailable, true, false},
-	}
-	for _, tt := range tests {
+		{"success", 0, false, retry.Policy{}, func(context.Context) error { return nil }, false},
+		{"Permanent", 0, false, retry.Policy{}, func(context.Context) error { return retry.Permanent(errUnavailable) }, false},
+		{"out of attempts", 0, false, retry.Policy{MaxAttempts: 2, BaseDelay: time.Nanosecond}, unavailable, true},
+		{"next wait past ctx's deadline, ctx alive", time.Hour, false, retry.Policy{BaseDelay: 2 * time.Hour}, unavailable, true},
+		{"hung until ctx's deadline", 20 * time.Millisecond, false, retry.Policy{},
+			func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, true},
+		{"the caller left", 0, true, retry.Policy{}, unavailable, false},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(tt.ctx(t))
+			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			fn := tt.fn
 			if tt.leave {
 				fn = func(ctx context.Context) error { cancel(); return tt.fn(ctx) }
+			}
+			if tt.timeout != 0 {
+				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+				defer cancel()
 			}
 			err := retry.Do(ctx, fn, tt.p)
 			if got := dependencyFailed(err); got != tt.failed {
@@ -968,13 +858,57 @@ func TestBreakerDecidesOnReason(t *testing.T) {
 	}
 }
 
-func background(*testing.T) context.Context { return context.Background() }
+// The README's observability recipe, as written, makes no allocation for
+// a call that succeeds.
+func TestObserveRecipeAllocatesNothingOnSuccess(t *testing.T) {
+	if info, _ := debug.ReadBuildInfo(); info != nil && slices.Contains(info.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
+		t.Skip("the race detector allocates on its own")
+	}
+	m := newCallSite()
+	p := instrument(retry.Policy{}, m, slog.New(requestIDHandler{slog.NewTextHandler(io.Discard, nil)}))
+	ctx := withRequestID(context.Background(), "r1")
+	succeed := func(context.Context) error { return nil }
+	if got := testing.AllocsPerRun(100, func() { retry.Do(ctx, succeed, p) }); got != 0 {
+		t.Errorf("Do() with the recipe's hooks, success: allocations = %v; want 0", got)
+	}
+	if got, want := m.outcomes.Get("success_first_try").String(), "101"; got != want {
+		t.Errorf(`outcomes["success_first_try"] = %s; want %s`, got, want)
+	}
+}
 
-// withTimeout returns a ctx with a real deadline d from now.
-func withTimeout(d time.Duration) func(t *testing.T) context.Context {
-	return func(t *testing.T) context.Context {
-		ctx, cancel := context.WithTimeout(context.Background(), d)
-		t.Cleanup(cancel)
-		return ctx
+// TestREADMEGoBlocks checks that each Go block of README.md compiles: it
+// stands in a _test.go file of this package, as it is or indented one tab
+// (the body of a function). Only the gRPC recipe, marked "not compiled",
+// is left out, since the module does not import gRPC.
+func TestREADMEGoBlocks(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := filepath.Glob("*_test.go")
+	var src []byte
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, b...)
+	}
+	blocks := regexp.MustCompile("(?s)(<!-- not compiled: needs google.golang.org/grpc -->)?\n```go\n(.*?)```\n").FindAllStringSubmatch(string(readme), -1)
+	skipped := 0
+	for i, m := range blocks {
+		if m[1] != "" {
+			skipped++
+			continue
+		}
+		indented := "\t" + strings.ReplaceAll(strings.TrimSuffix(m[2], "\n"), "\n", "\n\t") + "\n"
+		indented = strings.ReplaceAll(indented, "\t\n", "\n") // blank lines stay blank
+		if !bytes.Contains(src, []byte(m[2])) && !bytes.Contains(src, []byte(indented)) {
+			first, _, _ := strings.Cut(m[2], "\n")
+			t.Errorf("README.md's Go block %d, starting %q, is in no _test.go file", i+1, first)
+		}
+	}
+	if len(blocks)-skipped < 5 || skipped != 1 {
+		t.Errorf("README.md has %d checked Go blocks and %d marked not compiled; want at least 5, and 1", len(blocks)-skipped, skipped)
 	}
 }
