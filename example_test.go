@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -248,27 +247,6 @@ func ExampleRetryExhausted_deadline() {
 	// Output:
 	// 2 deadline reached true
 	// retry: gave up after 2 attempts in 1.1s (deadline reached: Policy.Timeout passed): service unavailable
-}
-
-// For no limit on attempts but time, set MaxAttempts to math.MaxInt with a
-// Timeout (or a ctx deadline): the deadline ends the retries. Here each wait
-// is 1s and the Timeout 10s, so 10 calls fit.
-func ExamplePolicy_noAttemptLimit() {
-	ft := &fakeTime{now: time.Now()}
-	err := retry.Do(context.Background(), func(ctx context.Context) error {
-		return errUnavailable
-	}, retry.Policy{
-		MaxAttempts: math.MaxInt,
-		BaseDelay:   time.Second,
-		MaxDelay:    time.Second,
-		Timeout:     10 * time.Second,
-		Jitter:      retry.NoJitter,
-		Clock:       ft,
-		Sleeper:     ft,
-	})
-	fmt.Println(err)
-	// Output:
-	// retry: gave up after 10 attempts in 9s (deadline reached: next wait 1s, with 1s left before Policy.Timeout): service unavailable
 }
 
 func ExampleNoJitter() {
@@ -563,8 +541,8 @@ func Example_httpAttemptTimeout() {
 }
 
 // TestTour shows the library at work on real calls, with real timers,
-// against a real server: `go test -run TestTour -v .` prints each retry,
-// its wait and each call's result. It also checks what it prints.
+// against a real server: `go test -run TestTour -v .` logs each retry,
+// its wait and each call's result. It also checks the results.
 func TestTour(t *testing.T) {
 	var hits sync.Map // path → attempts so far
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -582,11 +560,6 @@ func TestTour(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	show := func(format string, args ...any) {
-		if testing.Verbose() {
-			fmt.Printf(format, args...)
-		}
-	}
 	p := retry.Policy{
 		MaxAttempts:    4,
 		BaseDelay:      20 * time.Millisecond,
@@ -594,7 +567,7 @@ func TestTour(t *testing.T) {
 		AttemptTimeout: 250 * time.Millisecond, // room for an answer on a loaded machine
 		Timeout:        2 * time.Second,
 		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
-			show("    attempt %d: %v; waiting %v\n", attempt, err, wait.Round(time.Millisecond))
+			t.Logf("  attempt %d: %v; waiting %v", attempt, err, wait.Round(time.Millisecond))
 		},
 	}
 	for _, tt := range []struct {
@@ -606,10 +579,10 @@ func TestTour(t *testing.T) {
 		{"/missing", "404 Not Found", 1},
 		{"/down", "retry: gave up after 4 attempts", 4},
 	} {
-		show("GET %s\n", tt.path)
+		t.Logf("GET %s", tt.path)
 		start := time.Now()
 		got := result(getBody(context.Background(), srv.Client(), srv.URL+tt.path, p))
-		show("  = %s, after %v\n", strings.ReplaceAll(got, srv.URL, "$URL"), time.Since(start).Round(time.Millisecond))
+		t.Logf("= %s, after %v", strings.ReplaceAll(got, srv.URL, "$URL"), time.Since(start).Round(time.Millisecond))
 		n, _ := hits.Load(tt.path)
 		if attempts := n.(*atomic.Int32).Load(); !strings.HasPrefix(got, tt.want) || attempts != tt.attempts {
 			t.Errorf("GET %s = %q after %d attempts; want %q after %d", tt.path, got, attempts, tt.want, tt.attempts)
