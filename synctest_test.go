@@ -22,10 +22,10 @@ import (
 	"github.com/quietwire/retry"
 )
 
-// TestRealTimers runs the default Sleeper and real ctx timers on
+// TestRealTimersOnSynctest runs the default Sleeper and real ctx timers on
 // synctest's fake clock, which moves only when every goroutine in the
 // bubble is blocked, so that the waits take no real time.
-func TestRealTimers(t *testing.T) {
+func TestRealTimersOnSynctest(t *testing.T) {
 	fail := func(context.Context) error { return errUnavailable }
 	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
 	succeed := func(context.Context) error { return nil }
