@@ -1,15 +1,120 @@
 package retry_test
 
+// The Example's own imports. The recipe's follow: from there to the
+// Example, this file is the README's recipe, which compiles on its own.
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
+)
+
+import (
+	"context"
+	"expvar"
+	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/quietwire/retry"
 )
+
+// callSite holds the metrics of one call site. A service publishes them
+// with expvar.Publish (or registers Prometheus counters) once, at start.
+type callSite struct {
+	outcomes *expvar.Map // one counter per outcome
+	attempts *expvar.Map // histogram: calls of fn per Do
+	elapsed  *expvar.Map // histogram: time per Do, in buckets
+}
+
+// newCallSite returns a call site's metrics, zero and not yet published.
+func newCallSite() *callSite {
+	return &callSite{new(expvar.Map).Init(), new(expvar.Map).Init(), new(expvar.Map).Init()}
+}
+
+// instrument returns p with hooks that count each Do's outcome in m, log
+// a DEBUG line per retry and a WARN line when a call fails, both with the
+// request's ctx, so a handler can add its request or trace ID. Build the
+// Policy once per call site and share it: the hooks get each call's ctx.
+// A call that succeeds allocates nothing here.
+func instrument(p retry.Policy, m *callSite, log *slog.Logger) retry.Policy {
+	p.OnRetry = func(ctx context.Context, attempt int, err error, wait time.Duration) {
+		log.DebugContext(ctx, "retrying", "attempt", attempt, "err", err, "wait", wait)
+	}
+	p.OnDone = func(ctx context.Context, attempts int, elapsed time.Duration, err error) {
+		outcome := outcomeOf(attempts, err)
+		m.outcomes.Add(outcome, 1)
+		m.attempts.Add(strconv.Itoa(attempts), 1) // below 100, Itoa does not allocate
+		m.elapsed.Add(bucketOf(elapsed), 1)
+		if err != nil {
+			log.WarnContext(ctx, "call failed", "outcome", outcome, "attempts", attempts, "elapsed", elapsed, "err", err)
+		}
+	}
+	return p
+}
+
+// outcomeOf names what one Do did, from what OnDone receives.
+func outcomeOf(attempts int, err error) string {
+	re, exhausted := err.(*retry.RetryExhausted) // Do returns it unwrapped
+	switch {
+	case err == nil && attempts == 1:
+		return "success_first_try"
+	case err == nil:
+		return "success_after_retry"
+	case attempts == 0:
+		return "not_started" // ctx was done before the first call
+	case exhausted:
+		return "exhausted/" + re.Reason.String()
+	}
+	return "non_retryable" // Permanent, or refused by IsRetryable
+}
+
+// buckets are the upper bounds of the elapsed-time histogram, with their
+// labels made once, so that counting a call allocates nothing.
+var buckets = []struct {
+	le    time.Duration
+	label string
+}{
+	{100 * time.Millisecond, "le_100ms"},
+	{time.Second, "le_1s"},
+	{10 * time.Second, "le_10s"},
+}
+
+// bucketOf is the elapsed-time bucket of a histogram.
+func bucketOf(d time.Duration) string {
+	for _, b := range buckets {
+		if d <= b.le {
+			return b.label
+		}
+	}
+	return "le_inf"
+}
+
+type requestIDKey struct{}
+
+// withRequestID returns ctx carrying id, for the log lines of its calls.
+func withRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// requestIDHandler adds the request ID from ctx to each record, as a
+// tracing handler adds the trace and span IDs. Wrap the service's handler:
+// slog.New(requestIDHandler{slog.NewJSONHandler(os.Stderr, nil)}).
+type requestIDHandler struct{ slog.Handler }
+
+func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id, ok := ctx.Value(requestIDKey{}).(string); ok {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestIDHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return requestIDHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.Handler.WithGroup(name)}
+}
 
 // One call site, observed through OnRetry and OnDone with one shared
 // Policy: outcome counters, attempt and elapsed-time histograms, and log

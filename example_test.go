@@ -1,13 +1,23 @@
 package retry_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +31,73 @@ var noWait = retry.SleeperFunc(func(ctx context.Context, d time.Duration) error 
 })
 
 var errUnavailable = errors.New("service unavailable")
+
+// fakeTime is a Clock and a Sleeper on virtual time: Sleep returns at
+// once and moves the clock forward by the wait.
+type fakeTime struct{ now time.Time }
+
+func (f *fakeTime) Now() time.Time { return f.now }
+
+func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
+	f.now = f.now.Add(d)
+	return ctx.Err()
+}
+
+// maxDrain is how much the HTTP clients here read of a body that they
+// retry or refuse, before they close it: all of a short body, so that its
+// connection serves again, and no more of a long one.
+const maxDrain = 64 << 10
+
+// getBody is the README's GET client, as a function for the examples.
+func getBody(ctx context.Context, client *http.Client, url string, p retry.Policy) ([]byte, error) {
+	body, err := retry.DoValue(ctx, func(ctx context.Context) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, retry.Permanent(err) // a malformed URL
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err // a network error or a timeout: retried
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode < 400 {
+			return io.ReadAll(resp.Body) // inside fn: a reset mid-body is retried too
+		}
+		io.CopyN(io.Discard, resp.Body, maxDrain) // all of a short body, so that the connection serves again
+		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
+			return nil, retry.After(wait, errors.New(resp.Status)) // retried, no sooner than asked
+		}
+		return nil, retry.Permanent(errors.New(resp.Status)) // would fail the same way again
+	}, p)
+	return body, err
+}
+
+// postOrder is the README's POST client, as a function for the examples.
+func postOrder(ctx context.Context, client *http.Client, url, key string, order []byte, p retry.Policy) ([]byte, error) {
+	body, err := retry.DoValue(ctx, func(ctx context.Context) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(order))
+		if err != nil {
+			return nil, retry.Permanent(err)
+		}
+		req.Header.Set("Idempotency-Key", key) // the server answers a repeat with its first answer
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode < 400 {
+			return io.ReadAll(resp.Body)
+		}
+		io.CopyN(io.Discard, resp.Body, maxDrain)
+		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
+			return nil, retry.After(wait, errors.New(resp.Status))
+		}
+		return nil, retry.Permanent(errors.New(resp.Status))
+	}, p)
+	return body, err
+}
 
 func ExampleDo() {
 	calls := 0
@@ -172,27 +249,6 @@ func ExampleRetryExhausted_deadline() {
 	// retry: gave up after 2 attempts in 1.1s (deadline reached: Policy.Timeout passed): service unavailable
 }
 
-// For no limit on attempts but time, set MaxAttempts to math.MaxInt with a
-// Timeout (or a ctx deadline): the deadline ends the retries. Here each wait
-// is 1s and the Timeout 10s, so 10 calls fit.
-func ExamplePolicy_noAttemptLimit() {
-	ft := &fakeTime{now: time.Now()}
-	err := retry.Do(context.Background(), func(ctx context.Context) error {
-		return errUnavailable
-	}, retry.Policy{
-		MaxAttempts: math.MaxInt,
-		BaseDelay:   time.Second,
-		MaxDelay:    time.Second,
-		Timeout:     10 * time.Second,
-		Jitter:      retry.NoJitter,
-		Clock:       ft,
-		Sleeper:     ft,
-	})
-	fmt.Println(err)
-	// Output:
-	// retry: gave up after 10 attempts in 9s (deadline reached: next wait 1s, with 1s left before Policy.Timeout): service unavailable
-}
-
 func ExampleNoJitter() {
 	for n := range 6 {
 		fmt.Print(retry.NoJitter(n, 100*time.Millisecond, time.Second, 0, 0), " ")
@@ -224,17 +280,6 @@ func ExampleDecorrelatedJitter() {
 		fmt.Print(prev, " ")
 	}
 	// Output: 200ms 350ms 575ms 1.5625s 2s
-}
-
-// fakeTime is a Clock and a Sleeper on virtual time: Sleep returns at
-// once and moves the clock forward by the wait.
-type fakeTime struct{ now time.Time }
-
-func (f *fakeTime) Now() time.Time { return f.now }
-
-func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
-	f.now = f.now.Add(d)
-	return ctx.Err()
 }
 
 // Code that retries is tested on fake time: inject a Clock and a Sleeper,
@@ -284,57 +329,6 @@ func ExampleNewBudget() {
 	// call 2: retry budget exhausted, attempts: 1
 	// call 3: retry budget exhausted, attempts: 1
 	// true
-}
-
-// TestREADMEGoBlocks checks that every Go block in README.md is code that
-// compiles: its text stands in a _test.go file of this package, as it is
-// or indented one tab (the body of a function). The one exception is a
-// block marked "not compiled", the gRPC recipe, since the module does not
-// import gRPC.
-func TestREADMEGoBlocks(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := filepath.Glob("*_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src strings.Builder
-	for _, name := range names {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src.Write(b)
-	}
-	const open, marker = "\n```go\n", "<!-- not compiled: needs google.golang.org/grpc -->"
-	blocks, skipped := 0, 0
-	for rest := string(readme); ; {
-		before, after, ok := strings.Cut(rest, open)
-		if !ok {
-			break
-		}
-		block, next, ok := strings.Cut(after, "```\n")
-		if !ok {
-			t.Fatalf("README.md: a Go block is not closed")
-		}
-		rest = next
-		if strings.HasSuffix(before, marker) {
-			skipped++
-			continue
-		}
-		blocks++
-		indented := "\t" + strings.ReplaceAll(strings.TrimSuffix(block, "\n"), "\n", "\n\t") + "\n"
-		indented = strings.ReplaceAll(indented, "\t\n", "\n") // blank lines stay blank
-		if !strings.Contains(src.String(), block) && !strings.Contains(src.String(), indented) {
-			first, _, _ := strings.Cut(block, "\n")
-			t.Errorf("README.md's Go block %d, starting %q, is in no _test.go file", blocks, first)
-		}
-	}
-	if blocks < 5 || skipped != 1 {
-		t.Errorf("README.md has %d checked Go blocks and %d marked not compiled; want at least 5, and 1", blocks, skipped)
-	}
 }
 
 // A server that answers "busy, come back in 2s" gets its 2 seconds: Do
@@ -387,4 +381,507 @@ func ExampleParseRetryAfter() {
 	// "Thu, 03 Dec 2026 11:00:00 GMT": 0s true
 	// "": 0s false
 	// "soon": 0s false
+}
+
+// A GET retried on a 503 and a 429, each with a Retry-After header: each
+// wait is the server's. Fake time, which starts at time.Now(), keeps the
+// example instant.
+func Example_http() {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch hits.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case 2:
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			fmt.Fprint(w, "hello")
+		}
+	}))
+	defer srv.Close()
+
+	ft := &fakeTime{now: time.Now()}
+	p := retry.Policy{
+		MaxDelay:       10 * time.Second, // and no hint is trusted beyond it
+		AttemptTimeout: 5 * time.Second,
+		Jitter:         retry.FullJitter,
+		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
+			fmt.Printf("attempt %d: %v; retrying in %v\n", attempt, err, wait)
+		},
+		Clock:   ft, // real code leaves Clock and Sleeper nil
+		Sleeper: ft,
+	}
+	body, err := getBody(context.Background(), srv.Client(), srv.URL, p)
+	fmt.Printf("%s %v\n", body, err)
+	// Output:
+	// attempt 1: 503 Service Unavailable; retrying in 2s
+	// attempt 2: 429 Too Many Requests; retrying in 3s
+	// hello <nil>
+}
+
+// A 404 is Permanent: Do returns it after one call, without a wait.
+func Example_httpNotFound() {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+
+	_, err := getBody(context.Background(), srv.Client(), srv.URL+"/missing", retry.Policy{Sleeper: noWait})
+	fmt.Println(err, "after", hits.Load(), "call")
+	// Output: 404 Not Found after 1 call
+}
+
+// A Retry-After longer than MaxDelay ends the retries at once: Do neither
+// waits 2 minutes nor calls again sooner than the server asked.
+func Example_httpHintTooLong() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+
+	ft := &fakeTime{now: time.Now()}
+	p := retry.Policy{MaxDelay: 10 * time.Second, Clock: ft, Sleeper: ft}
+	_, err := getBody(context.Background(), srv.Client(), srv.URL, p)
+	fmt.Println(err)
+	// Output: retry: gave up after 1 attempt in 0s (retry-after hint too long: 2m0s, above MaxDelay 10s): 503 Service Unavailable
+}
+
+// A POST with a body and an Idempotency-Key, retried after a 503: each
+// attempt builds its own request, so the server gets the whole body twice,
+// with the same key.
+func Example_httpPost() {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		fmt.Printf("server: %s, %d bytes of %d, key %s, %v\n", body, len(body), r.ContentLength, r.Header.Get("Idempotency-Key"), err)
+		if hits.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, "created")
+	}))
+	defer srv.Close()
+
+	ft := &fakeTime{now: time.Now()}
+	p := retry.Policy{
+		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
+			fmt.Printf("attempt %d: %v; retrying in %v\n", attempt, err, wait)
+		},
+		Clock: ft, Sleeper: ft,
+	}
+	body, err := postOrder(context.Background(), srv.Client(), srv.URL, "order-7", []byte(`{"n":1}`), p)
+	fmt.Printf("%s %v\n", body, err)
+	// Output:
+	// server: {"n":1}, 7 bytes of 7, key order-7, <nil>
+	// attempt 1: 503 Service Unavailable; retrying in 1s
+	// server: {"n":1}, 7 bytes of 7, key order-7, <nil>
+	// created <nil>
+}
+
+// A connection reset halfway through the body fails the attempt that reads
+// it, inside fn, and the next attempt gets the whole body.
+func Example_httpResetMidBody() {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel") // 3 bytes of 5
+			conn.Close()
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+
+	p := retry.Policy{
+		OnRetry: func(_ context.Context, attempt int, err error, _ time.Duration) {
+			fmt.Printf("attempt %d: %v; retrying\n", attempt, err)
+		},
+		Sleeper: noWait,
+	}
+	body, err := getBody(context.Background(), srv.Client(), srv.URL, p)
+	fmt.Printf("%s %v\n", body, err)
+	// Output:
+	// attempt 1: unexpected EOF; retrying
+	// hello <nil>
+}
+
+// An attempt that outlives AttemptTimeout is cancelled and retried. This
+// example waits for real, for one AttemptTimeout.
+func Example_httpAttemptTimeout() {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			<-r.Context().Done() // no answer: the client gives up first
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+
+	p := retry.Policy{
+		AttemptTimeout: 200 * time.Millisecond,
+		OnRetry: func(_ context.Context, attempt int, err error, _ time.Duration) {
+			fmt.Printf("attempt %d: %v; retrying\n", attempt, strings.ReplaceAll(err.Error(), srv.URL, "$URL"))
+		},
+		Sleeper: noWait,
+	}
+	body, err := getBody(context.Background(), srv.Client(), srv.URL, p)
+	fmt.Printf("%s %v\n", body, err)
+	// Output:
+	// attempt 1: Get "$URL": context deadline exceeded; retrying
+	// hello <nil>
+}
+
+// TestTour shows the library at work on real calls, with real timers,
+// against a real server: `go test -run TestTour -v .` logs each retry,
+// its wait and each call's result. It also checks the results.
+func TestTour(t *testing.T) {
+	var hits sync.Map // path → attempts so far
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := hits.LoadOrStore(r.URL.Path, new(atomic.Int32))
+		switch attempt := n.(*atomic.Int32).Add(1); {
+		case r.URL.Path == "/missing":
+			http.NotFound(w, r)
+		case r.URL.Path == "/down", r.URL.Path == "/flaky" && attempt <= 2:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case r.URL.Path == "/slow" && attempt == 1:
+			<-r.Context().Done() // hangs until the attempt times out
+		default:
+			fmt.Fprint(w, "ok")
+		}
+	}))
+	defer srv.Close()
+	p := retry.Policy{
+		MaxAttempts:    4,
+		BaseDelay:      20 * time.Millisecond,
+		MaxDelay:       200 * time.Millisecond,
+		AttemptTimeout: 250 * time.Millisecond, // room for an answer on a loaded machine
+		Timeout:        2 * time.Second,
+		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
+			t.Logf("  attempt %d: %v; waiting %v", attempt, err, wait.Round(time.Millisecond))
+		},
+	}
+	for _, tt := range []struct {
+		path, want string
+		attempts   int32
+	}{
+		{"/flaky", "ok", 3},
+		{"/slow", "ok", 2},
+		{"/missing", "404 Not Found", 1},
+		{"/down", "retry: gave up after 4 attempts", 4},
+	} {
+		t.Logf("GET %s", tt.path)
+		start := time.Now()
+		got := result(getBody(context.Background(), srv.Client(), srv.URL+tt.path, p))
+		t.Logf("= %s, after %v", strings.ReplaceAll(got, srv.URL, "$URL"), time.Since(start).Round(time.Millisecond))
+		n, _ := hits.Load(tt.path)
+		if attempts := n.(*atomic.Int32).Load(); !strings.HasPrefix(got, tt.want) || attempts != tt.attempts {
+			t.Errorf("GET %s = %q after %d attempts; want %q after %d", tt.path, got, attempts, tt.want, tt.attempts)
+		}
+	}
+}
+
+// result is body, or err's message.
+func result(body []byte, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return string(body)
+}
+
+// TestRoundTripper checks the rows of the README's table after the first,
+// and that retryTransport drains a short response that it retries, so
+// that one connection serves every attempt.
+func TestRoundTripper(t *testing.T) {
+	var conns, resets atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/reset" && resets.Add(1) > 2 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close() // a network error, after two 503s
+			return
+		}
+		if r.URL.Path == "/hang" { // a 503 whose body never ends
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, strings.Repeat("busy ", 1000), http.StatusServiceUnavailable)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	untilDone := retry.SleeperFunc(func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() })
+	for _, tt := range []struct {
+		name, path string
+		ctx        string // "": Background; "timeout": 250ms; "done": cancelled at once; "cancel": by OnRetry
+		p          retry.Policy
+		want       string // RoundTrip's error, or the response and what reading its body gave
+		conns      int32  // if not 0
+		unsent     bool   // RoundTrip must close the request's body, which it does not send
+	}{
+		{"drains what it retries", "/", "", retry.Policy{MaxAttempts: 4}, "503, 5001 bytes, <nil>", 1, false},
+		{"the last attempt's error", "/reset", "", retry.Policy{MaxAttempts: 3}, "max attempts reached after 3", 0, false},
+		{"request ctx cancelled", "/", "cancel", retry.Policy{}, "canceled after 1", 0, false},
+		{"next wait past ctx's deadline", "/hang", "timeout", retry.Policy{BaseDelay: time.Hour}, "503, 0 bytes, context deadline exceeded", 0, false},
+		{"ctx's timer ends the wait", "/hang", "timeout", retry.Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Sleeper: untilDone},
+			"503, 0 bytes, context deadline exceeded", 0, false},
+		{"AttemptTimeout set", "/", "", retry.Policy{AttemptTimeout: time.Second}, "retryTransport: Policy.AttemptTimeout and Timeout must be 0", 0, true},
+		{"invalid Policy", "/", "", retry.Policy{MaxAttempts: -1}, "retry: invalid policy", 0, true},
+		{"ctx done", "/", "done", retry.Policy{}, "context canceled", 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			switch tt.ctx {
+			case "timeout":
+				ctx, cancel = context.WithTimeout(ctx, 250*time.Millisecond)
+				defer cancel()
+			case "done":
+				cancel()
+			case "cancel":
+				tt.p.OnRetry = func(context.Context, int, error, time.Duration) { cancel() }
+			}
+			body := &bodyRecorder{Reader: strings.NewReader("x")}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+tt.path, body)
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
+			if tt.p.Sleeper == nil {
+				tt.p.Sleeper = noWait
+			}
+			conns.Store(0)
+			resp, err := (&retryTransport{Base: srv.Client().Transport, Policy: tt.p}).RoundTrip(req)
+			var re *retry.RetryExhausted
+			got := fmt.Sprint(err)
+			switch {
+			case errors.As(err, &re):
+				got = fmt.Sprintf("%v after %d", re.Reason, re.Attempts)
+			case err == nil:
+				if tt.ctx == "timeout" {
+					<-ctx.Done()
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got = fmt.Sprintf("%d, %d bytes, %v", resp.StatusCode, len(b), err)
+			}
+			if !strings.HasPrefix(got, tt.want) || tt.unsent && !body.closed {
+				t.Errorf("RoundTrip() = %q, body closed %v; want %q, and closed if unsent", got, body.closed, tt.want)
+			}
+			if n := conns.Load(); tt.conns != 0 && n != tt.conns {
+				t.Errorf("RoundTrip() used %d connections; want %d", n, tt.conns)
+			}
+		})
+	}
+}
+
+// TestHTTPReadsAtMostMaxDrain: each client reads at most maxDrain bytes of
+// an 8 MiB body that it retries or refuses, and closes it; it reads a 2xx
+// body whole, and the transport leaves the response it returns unread.
+func TestHTTPReadsAtMostMaxDrain(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 8<<20)
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/missing":
+			w.WriteHeader(http.StatusNotFound)
+		case r.URL.Path == "/down" || hits.Add(1) <= 2:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			fmt.Fprint(w, "ok")
+			return
+		}
+		w.Write(big)
+	}))
+	defer srv.Close()
+	p := retry.Policy{MaxAttempts: 3, Sleeper: noWait}
+	get := func(c *http.Client, url string) string { return result(getBody(context.Background(), c, url, p)) }
+	post := func(c *http.Client, url string) string {
+		return result(postOrder(context.Background(), c, url, "k", []byte("order"), p))
+	}
+	transport := func(c *http.Client, url string) string {
+		c.Transport = &retryTransport{Base: c.Transport, Policy: p}
+		resp, err := c.Get(url)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%s, %d bytes, %v", resp.Status, len(body), err)
+	}
+	for _, tt := range []struct {
+		name, path string
+		call       func(c *http.Client, url string) string
+		want       string
+		reads      []int // of each response's body
+	}{
+		{"getBody", "/", get, "ok", []int{maxDrain, maxDrain, 2}},
+		{"getBody/refused", "/missing", get, "404 Not Found", []int{maxDrain}},
+		{"postOrder", "/", post, "ok", []int{maxDrain, maxDrain, 2}},
+		{"retryTransport", "/", transport, "200 OK, 2 bytes, <nil>", []int{maxDrain, maxDrain, 2}},
+		{"retryTransport/gave up", "/down", transport, "503 Service Unavailable, 8388608 bytes, <nil>", []int{maxDrain, maxDrain, 8 << 20}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hits.Store(0)
+			var bodies []*bodyRecorder
+			c := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := srv.Client().Transport.RoundTrip(r)
+				if err == nil {
+					bodies = append(bodies, &bodyRecorder{Reader: resp.Body})
+					resp.Body = bodies[len(bodies)-1]
+				}
+				return resp, err
+			})}
+			if got := tt.call(c, srv.URL+tt.path); got != tt.want {
+				t.Errorf("got %q; want %q", got, tt.want)
+			}
+			var reads []int
+			for i, b := range bodies {
+				reads = append(reads, b.read)
+				if !b.closed {
+					t.Errorf("response %d: body not closed", i+1)
+				}
+			}
+			if !slices.Equal(reads, tt.reads) {
+				t.Errorf("bytes read of each body: %v; want %v", reads, tt.reads)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// bodyRecorder is a body that counts the bytes read from it and records
+// whether it was closed.
+type bodyRecorder struct {
+	io.Reader
+	read   int
+	closed bool
+}
+
+func (b *bodyRecorder) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	b.read += n
+	return n, err
+}
+
+func (b *bodyRecorder) Close() error {
+	b.closed = true
+	if c, ok := b.Reader.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// The breaker recipe decides on the Reason: Canceled only when the caller
+// cancelled ctx; running out of time, whether Do gave up ahead of ctx's
+// deadline or an attempt hung until it, is the dependency's failure.
+func TestBreakerDecidesOnReason(t *testing.T) {
+	unavailable := func(context.Context) error { return errUnavailable }
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration // of ctx, if not 0
+		leave   bool          // the caller cancels ctx during the first attempt
+		p       retry.Policy
+		fn      func(ctx context.Context) error
+		failed  bool
+	}{
+		{"success", 0, false, retry.Policy{}, func(context.Context) error { return nil }, false},
+		{"Permanent", 0, false, retry.Policy{}, func(context.Context) error { return retry.Permanent(errUnavailable) }, false},
+		{"out of attempts", 0, false, retry.Policy{MaxAttempts: 2, BaseDelay: time.Nanosecond}, unavailable, true},
+		{"next wait past ctx's deadline, ctx alive", time.Hour, false, retry.Policy{BaseDelay: 2 * time.Hour}, unavailable, true},
+		{"hung until ctx's deadline", 20 * time.Millisecond, false, retry.Policy{},
+			func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, true},
+		{"the caller left", 0, true, retry.Policy{}, unavailable, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			fn := tt.fn
+			if tt.leave {
+				fn = func(ctx context.Context) error { cancel(); return tt.fn(ctx) }
+			}
+			if tt.timeout != 0 {
+				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+				defer cancel()
+			}
+			err := retry.Do(ctx, fn, tt.p)
+			if got := dependencyFailed(err); got != tt.failed {
+				t.Errorf("dependencyFailed(%v) = %v; want %v", err, got, tt.failed)
+			}
+			if tt.failed && ctx.Err() == nil && !errors.Is(err, errUnavailable) {
+				t.Errorf("Do() = %v; want it to reach the last error", err)
+			}
+		})
+	}
+}
+
+// The README's observability recipe, as written, makes no allocation for
+// a call that succeeds.
+func TestObserveRecipeAllocatesNothingOnSuccess(t *testing.T) {
+	if info, _ := debug.ReadBuildInfo(); info != nil && slices.Contains(info.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
+		t.Skip("the race detector allocates on its own")
+	}
+	m := newCallSite()
+	p := instrument(retry.Policy{}, m, slog.New(requestIDHandler{slog.NewTextHandler(io.Discard, nil)}))
+	ctx := withRequestID(context.Background(), "r1")
+	succeed := func(context.Context) error { return nil }
+	if got := testing.AllocsPerRun(100, func() { retry.Do(ctx, succeed, p) }); got != 0 {
+		t.Errorf("Do() with the recipe's hooks, success: allocations = %v; want 0", got)
+	}
+	if got, want := m.outcomes.Get("success_first_try").String(), "101"; got != want {
+		t.Errorf(`outcomes["success_first_try"] = %s; want %s`, got, want)
+	}
+}
+
+// TestREADMEGoBlocks checks that each Go block of README.md compiles: it
+// stands in a _test.go file of this package, as it is or indented one tab
+// (the body of a function). Only the gRPC recipe, marked "not compiled",
+// is left out, since the module does not import gRPC.
+func TestREADMEGoBlocks(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := filepath.Glob("*_test.go")
+	var src []byte
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, b...)
+	}
+	blocks := regexp.MustCompile("(?s)(<!-- not compiled: needs google.golang.org/grpc -->)?\n```go\n(.*?)```\n").FindAllStringSubmatch(string(readme), -1)
+	skipped := 0
+	for i, m := range blocks {
+		if m[1] != "" {
+			skipped++
+			continue
+		}
+		indented := "\t" + strings.ReplaceAll(strings.TrimSuffix(m[2], "\n"), "\n", "\n\t") + "\n"
+		indented = strings.ReplaceAll(indented, "\t\n", "\n") // blank lines stay blank
+		if !bytes.Contains(src, []byte(m[2])) && !bytes.Contains(src, []byte(indented)) {
+			first, _, _ := strings.Cut(m[2], "\n")
+			t.Errorf("README.md's Go block %d, starting %q, is in no _test.go file", i+1, first)
+		}
+	}
+	if len(blocks)-skipped < 5 || skipped != 1 {
+		t.Errorf("README.md has %d checked Go blocks and %d marked not compiled; want at least 5, and 1", len(blocks)-skipped, skipped)
+	}
 }

@@ -4,195 +4,180 @@
 // needs the synchronous ones of Go 1.23 and later.
 //go:debug asynctimerchan=0
 
-package retry
+package retry_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/quietwire/retry"
 )
 
-// These tests run the default Sleeper, a real timer, on synctest's fake
-// clock: time.Now and timers inside the bubble advance only when every
-// goroutine in it is blocked, so the waits take no real time.
-
-func TestDefaultSleeperWaitsTheChosenDuration(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var want, got []time.Duration
-		last := time.Now()
-		p := Policy{MaxAttempts: 6, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Rand: seqRand(3)}
-		p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) { want = append(want, wait) }
-		Do(context.Background(), func(context.Context) error {
-			now := time.Now()
-			got = append(got, now.Sub(last))
-			last = now
-			return errBoom
-		}, p)
-		// the first call comes at once; each later one exactly one wait later
-		if want = append([]time.Duration{0}, want...); !slices.Equal(got, want) {
-			t.Errorf("time before each call = %v; want %v", got, want)
-		}
-	})
+// TestRealTimersOnSynctest runs the default Sleeper and real ctx timers on
+// synctest's fake clock, which moves only when every goroutine in the
+// bubble is blocked, so that the waits take no real time.
+func TestRealTimersOnSynctest(t *testing.T) {
+	fail := func(context.Context) error { return errUnavailable }
+	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	succeed := func(context.Context) error { return nil }
+	const ms = time.Millisecond
+	for _, tt := range []struct {
+		name     string
+		p        retry.Policy
+		timeout  time.Duration // of ctx, if not 0
+		cancelAt time.Duration // cancels ctx, if not 0
+		fns      []func(context.Context) error
+		calls    []time.Duration // when fn is called
+		end      time.Duration   // when Do returns
+		want     string
+	}{
+		{"each wait as chosen", retry.Policy{MaxAttempts: 4, BaseDelay: 10 * ms}, 0, 0,
+			[]func(context.Context) error{fail}, []time.Duration{0, 10 * ms, 30 * ms, 70 * ms}, 70 * ms,
+			"max attempts reached after 4 in 70ms, cause <nil>: service unavailable"},
+		{"a zero wait is not waited", retry.Policy{MaxAttempts: 3, Jitter: func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration { return 0 }}, 0, 0,
+			[]func(context.Context) error{fail}, []time.Duration{0, 0, 0}, 0,
+			"max attempts reached after 3 in 0s, cause <nil>: service unavailable"},
+		{"a 1ns wait is waited", retry.Policy{MaxAttempts: 3, BaseDelay: 1, MaxDelay: 1}, 0, 0,
+			[]func(context.Context) error{fail}, []time.Duration{0, 1, 2}, 2,
+			"max attempts reached after 3 in 2ns, cause <nil>: service unavailable"},
+		{"ctx cancelled mid-wait", retry.Policy{BaseDelay: time.Hour, MaxDelay: time.Hour}, 0, 3 * time.Second,
+			[]func(context.Context) error{fail}, []time.Duration{0}, 3 * time.Second,
+			"canceled after 1 in 3s, cause context canceled: service unavailable"},
+		{"a wait past ctx's deadline is not begun", retry.Policy{BaseDelay: 10 * time.Second, MaxDelay: time.Minute}, 5 * time.Second, 0,
+			[]func(context.Context) error{fail}, []time.Duration{0}, 0,
+			"deadline reached after 1 in 0s, cause context deadline exceeded: service unavailable"},
+		{"Timeout ends a hung call", retry.Policy{BaseDelay: 100 * ms, Timeout: 300 * ms}, 0, 0,
+			[]func(context.Context) error{fail, hang}, []time.Duration{0, 100 * ms}, 300 * ms,
+			"deadline reached after 2 in 300ms, cause context deadline exceeded: context deadline exceeded"},
+		{"AttemptTimeout ends each hung attempt", retry.Policy{BaseDelay: time.Second, MaxDelay: time.Second, AttemptTimeout: 2 * time.Second}, 0, 0,
+			[]func(context.Context) error{hang, hang, succeed}, []time.Duration{0, 3 * time.Second, 6 * time.Second}, 6 * time.Second,
+			"<nil>"},
+		{"AttemptTimeout within Timeout", retry.Policy{BaseDelay: time.Second, MaxDelay: time.Second, AttemptTimeout: 2 * time.Second, Timeout: 4 * time.Second}, 0, 0,
+			[]func(context.Context) error{hang}, []time.Duration{0, 3 * time.Second}, 4 * time.Second,
+			"deadline reached after 2 in 4s, cause context deadline exceeded: context deadline exceeded"},
+		{"OnRetry's time comes off the wait, and no call follows the deadline", retry.Policy{BaseDelay: 300 * ms, MaxDelay: 300 * ms, Timeout: time.Second,
+			OnRetry: func(context.Context, int, error, time.Duration) { time.Sleep(600 * ms) }}, 0, 0,
+			[]func(context.Context) error{fail}, []time.Duration{0, 600 * ms}, 1200 * ms,
+			"deadline reached after 2 in 1.2s, cause context deadline exceeded: service unavailable"},
+		{"a predicate that refuses timeouts", retry.Policy{Timeout: 300 * ms, IsRetryable: func(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }}, 0, 0,
+			[]func(context.Context) error{hang}, []time.Duration{0}, 300 * ms,
+			"deadline reached after 1 in 300ms, cause context deadline exceeded: context deadline exceeded"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if tt.timeout != 0 {
+					ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+					defer cancel()
+				}
+				if tt.cancelAt != 0 {
+					time.AfterFunc(tt.cancelAt, cancel)
+				}
+				start := time.Now()
+				var calls []time.Duration
+				if tt.p.Jitter == nil {
+					tt.p.Jitter = retry.NoJitter
+				}
+				err := retry.Do(ctx, func(ctx context.Context) error {
+					calls = append(calls, time.Since(start))
+					return tt.fns[min(len(calls), len(tt.fns))-1](ctx)
+				}, tt.p)
+				got := fmt.Sprint(err)
+				var re *retry.RetryExhausted
+				if errors.As(err, &re) {
+					got = fmt.Sprintf("%v after %d in %v, cause %v: %v", re.Reason, re.Attempts, re.Elapsed, re.Cause, re.Last)
+				}
+				if end := time.Since(start); got != tt.want || end != tt.end || !slices.Equal(calls, tt.calls) {
+					t.Errorf("Do() = %q at %v, calls at %v; want %q at %v, calls at %v", got, end, calls, tt.want, tt.end, tt.calls)
+				}
+			})
+		})
+	}
 }
 
-func TestDefaultSleeperEndsWhenCtxIsCanceled(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(3*time.Second, cancel)
-		start := time.Now()
-		fn := &flaky{n: 10, err: errBoom}
-		err := Do(ctx, fn.call, Policy{BaseDelay: time.Hour, MaxDelay: time.Hour})
-		if elapsed := time.Since(start); elapsed != 3*time.Second {
-			t.Errorf("Do() returned after %v; want 3s, when ctx was canceled mid-wait", elapsed)
-		}
-		assertCanceled(t, err, context.Canceled, 1)
-	})
-}
-
-func TestDefaultSleeperGivesUpBeforeCtxDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// A fake clock must start at time.Now(): Do compares ctx's deadline, set
+// on the real clock, with Clock's readings. From a fixed date in the past,
+// a 500ms deadline looks a long way off, and Do retries through it.
+func TestFakeClockStartsAtTimeNow(t *testing.T) {
+	for _, tt := range []struct {
+		start    time.Time
+		attempts int
+	}{
+		{time.Now(), 2}, // waits of 200ms, then 400ms: the second does not fit
+		{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 5},
+	} {
+		ft := &fakeTime{now: tt.start}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
-		start := time.Now()
-		err := Do(ctx, (&flaky{n: 10, err: errBoom}).call, Policy{BaseDelay: 10 * time.Second, MaxDelay: time.Minute})
-		if elapsed := time.Since(start); elapsed != 0 {
-			t.Errorf("Do() returned after %v; want 0s: a 10s wait cannot end before a 5s deadline", elapsed)
+		err := retry.Do(ctx, func(context.Context) error { return errUnavailable },
+			retry.Policy{BaseDelay: 200 * time.Millisecond, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft})
+		var re *retry.RetryExhausted
+		if !errors.As(err, &re) || re.Attempts != tt.attempts {
+			t.Errorf("Do() with a 500ms ctx, a fake clock from %v = %v; want %d attempts", tt.start, err, tt.attempts)
 		}
-		assertDeadlineReached(t, err, 1)
-	})
+	}
 }
 
-func TestDefaultSleeperZeroWait(t *testing.T) {
+// busy returns a server that answers 503 with Retry-After: 2 to its first
+// n requests, then "ok".
+func busy(t *testing.T, n int32) *httptest.Server {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) <= n {
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestGetOnFakeTime(t *testing.T) {
+	for _, tt := range []struct {
+		timeout time.Duration
+		want    string
+	}{
+		{3 * time.Second, "retry: gave up after 2 attempts in 2s (retry-after hint too long"}, // 2s and 2s do not fit in 3s
+		{5 * time.Second, "ok"},
+	} {
+		srv := busy(t, 2)
+		ft := &fakeTime{now: time.Now()} // one per call, from time.Now(): Do measures ctx's deadline on Clock
+		ctx, cancel := context.WithTimeout(context.Background(), tt.timeout)
+		defer cancel()
+		body, err := getBody(ctx, srv.Client(), srv.URL, retry.Policy{Clock: ft, Sleeper: ft})
+		got := string(body)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.HasPrefix(got, tt.want) {
+			t.Errorf("getBody() with a %v ctx = %q; want %q", tt.timeout, got, tt.want)
+		}
+	}
+}
+
+func TestGetOnSynctest(t *testing.T) {
+	srv := busy(t, 2) // outside the bubble: a goroutine blocked on a socket keeps fake time still
 	synctest.Test(t, func(t *testing.T) {
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} // no idle connection left reading in the bubble
 		start := time.Now()
-		p := Policy{MaxAttempts: 4, Jitter: func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration { return 0 }}
-		var re *RetryExhausted
-		err := Do(context.Background(), (&flaky{n: 10, err: errBoom}).call, p)
-		if !errors.As(err, &re) || re.Attempts != 4 || time.Since(start) != 0 {
-			t.Errorf("Do() = %v after %v; want 4 attempts in 0s", err, time.Since(start))
+		body, err := getBody(t.Context(), client, srv.URL, retry.Policy{})
+		if string(body) != "ok" || err != nil {
+			t.Fatalf("getBody() = %q, %v; want ok", body, err)
 		}
-	})
-}
-
-func TestDefaultSleeperOneNanosecondWait(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		var at []time.Duration
-		fn := func(context.Context) error { at = append(at, time.Since(start)); return errBoom }
-		Do(context.Background(), fn, Policy{MaxAttempts: 3, BaseDelay: 1, MaxDelay: 1, Jitter: NoJitter})
-		// the shortest wait is still waited
-		if want := []time.Duration{0, 1, 2}; !slices.Equal(at, want) {
-			t.Errorf("calls at %v; want %v", at, want)
-		}
-	})
-}
-
-// hang is an fn that blocks until its ctx ends, then returns ctx's error.
-func hang(ctx context.Context) error {
-	<-ctx.Done()
-	return ctx.Err()
-}
-
-func TestTimeoutBoundsAHungCall(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		calls := 0
-		fn := func(ctx context.Context) error {
-			if calls++; calls == 1 {
-				return errBoom // fails fast, then the second call hangs
-			}
-			return hang(ctx)
-		}
-		p := Policy{BaseDelay: 100 * time.Millisecond, Timeout: 300 * time.Millisecond, Jitter: NoJitter}
-		err := Do(context.Background(), fn, p)
-		if elapsed := time.Since(start); elapsed != 300*time.Millisecond {
-			t.Errorf("Do() returned after %v; want 300ms, the Timeout", elapsed)
-		}
-		var re *RetryExhausted
-		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 2 || !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("Do() = %v; want DeadlineReached after 2 attempts, the last one timed out", err)
-		}
-	})
-}
-
-func TestAttemptTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		var at []time.Duration
-		fn := func(ctx context.Context) error {
-			at = append(at, time.Since(start))
-			if len(at) <= 2 {
-				return hang(ctx) // the first two attempts run out of time
-			}
-			return nil
-		}
-		p := Policy{BaseDelay: time.Second, MaxDelay: time.Second, AttemptTimeout: 2 * time.Second, Jitter: NoJitter}
-		if err := Do(context.Background(), fn, p); err != nil {
-			t.Fatalf("Do() = %v; want nil", err)
-		}
-		// each timed-out attempt takes 2s and is followed by a 1s wait
-		if want := []time.Duration{0, 3 * time.Second, 6 * time.Second}; !slices.Equal(at, want) {
-			t.Errorf("calls at %v; want %v", at, want)
-		}
-	})
-}
-
-func TestAttemptTimeoutWithinTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		p := Policy{BaseDelay: time.Second, MaxDelay: time.Second, AttemptTimeout: 2 * time.Second, Timeout: 4 * time.Second, Jitter: NoJitter}
-		err := Do(context.Background(), hang, p)
-		// 2s attempt, 1s wait, then the second attempt gets the 1s left
-		if elapsed := time.Since(start); elapsed != 4*time.Second {
-			t.Errorf("Do() returned after %v; want 4s", elapsed)
-		}
-		var re *RetryExhausted
-		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 2 {
-			t.Errorf("Do() = %v; want DeadlineReached after 2 attempts", err)
-		}
-	})
-}
-
-// On real timers: with a 1s Timeout, 300ms waits and
-// an OnRetry that takes 600ms, fn is called at 0s and 600ms, and not at
-// 1.2s, after the Timeout.
-func TestNoCallAfterTheDeadlineOnRealTimers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		var at []time.Duration
-		p := Policy{Timeout: time.Second, BaseDelay: 300 * time.Millisecond, MaxDelay: 300 * time.Millisecond, Jitter: NoJitter}
-		p.OnRetry = func(context.Context, int, error, time.Duration) { time.Sleep(600 * time.Millisecond) }
-		err := Do(context.Background(), func(ctx context.Context) error {
-			at = append(at, time.Since(start))
-			return errBoom
-		}, p)
-		if want := []time.Duration{0, 600 * time.Millisecond}; !slices.Equal(at, want) {
-			t.Errorf("fn called at %v; want %v", at, want)
-		}
-		assertDeadlineReached(t, err, 2)
-		if elapsed := time.Since(start); elapsed != 1200*time.Millisecond {
-			t.Errorf("Do() returned after %v; want 1.2s, when OnRetry returned", elapsed)
-		}
-	})
-}
-
-// On real timers: fn hangs until the Timeout ends its
-// ctx, and IsRetryable refuses timeouts; Do still says that its Timeout
-// ended the call.
-func TestHungCallWithAPredicateThatRefusesTimeouts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		p := Policy{Timeout: 300 * time.Millisecond, IsRetryable: func(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }}
-		err := Do(context.Background(), hang, p)
-		var re *RetryExhausted
-		if !errors.As(err, &re) || re.Reason != DeadlineReached || re.Attempts != 1 || re.Last != context.DeadlineExceeded || re.Elapsed != 300*time.Millisecond {
-			t.Errorf("Do() = %#v; want DeadlineReached after 1 attempt in 300ms, Last context.DeadlineExceeded", err)
-		}
-		if elapsed := time.Since(start); elapsed != 300*time.Millisecond {
-			t.Errorf("Do() returned after %v; want 300ms", elapsed)
+		if waited := time.Since(start); waited < 4*time.Second {
+			t.Errorf("getBody() waited %v; want at least 4s, as Retry-After asked twice", waited)
 		}
 	})
 }
