@@ -16,7 +16,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,11 +42,6 @@ func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-// maxDrain is how much the HTTP clients here read of a body that they
-// retry or refuse, before they close it: all of a short body, so that its
-// connection serves again, and no more of a long one.
-const maxDrain = 64 << 10
-
 // getBody is the README's GET client, as a function for the examples.
 func getBody(ctx context.Context, client *http.Client, url string, p retry.Policy) ([]byte, error) {
 	body, err := retry.DoValue(ctx, func(ctx context.Context) ([]byte, error) {
@@ -55,20 +49,7 @@ func getBody(ctx context.Context, client *http.Client, url string, p retry.Polic
 		if err != nil {
 			return nil, retry.Permanent(err) // a malformed URL
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err // a network error or a timeout: retried
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode < 400 {
-			return io.ReadAll(resp.Body) // inside fn: a reset mid-body is retried too
-		}
-		io.CopyN(io.Discard, resp.Body, maxDrain) // all of a short body, so that the connection serves again
-		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
-			return nil, retry.After(wait, errors.New(resp.Status)) // retried, no sooner than asked
-		}
-		return nil, retry.Permanent(errors.New(resp.Status)) // would fail the same way again
+		return read(client.Do(req))
 	}, p)
 	return body, err
 }
@@ -81,22 +62,30 @@ func postOrder(ctx context.Context, client *http.Client, url, key string, order 
 			return nil, retry.Permanent(err)
 		}
 		req.Header.Set("Idempotency-Key", key) // the server answers a repeat with its first answer
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode < 400 {
-			return io.ReadAll(resp.Body)
-		}
-		io.CopyN(io.Discard, resp.Body, maxDrain)
-		wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
-			return nil, retry.After(wait, errors.New(resp.Status))
-		}
-		return nil, retry.Permanent(errors.New(resp.Status))
+		return read(client.Do(req))
 	}, p)
 	return body, err
+}
+
+// maxDrain is how much is read of a body that is retried or refused: all
+// of a short one, so that its connection serves again.
+const maxDrain = 64 << 10
+
+// read returns the body of a response, or an error that Do retries or not.
+func read(resp *http.Response, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err // a network error or a timeout: retried
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 400 {
+		return io.ReadAll(resp.Body) // inside fn: a reset mid-body is retried too
+	}
+	io.CopyN(io.Discard, resp.Body, maxDrain)
+	wait, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	if code := resp.StatusCode; code == 408 || code == 429 || code >= 500 {
+		return nil, retry.After(wait, errors.New(resp.Status)) // retried, no sooner than asked
+	}
+	return nil, retry.Permanent(errors.New(resp.Status)) // would fail the same way again
 }
 
 func ExampleDo() {
@@ -540,64 +529,6 @@ func Example_httpAttemptTimeout() {
 	// hello <nil>
 }
 
-// TestTour shows the library at work on real calls, with real timers,
-// against a real server: `go test -run TestTour -v .` logs each retry,
-// its wait and each call's result. It also checks the results.
-func TestTour(t *testing.T) {
-	var hits sync.Map // path → attempts so far
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, _ := hits.LoadOrStore(r.URL.Path, new(atomic.Int32))
-		switch attempt := n.(*atomic.Int32).Add(1); {
-		case r.URL.Path == "/missing":
-			http.NotFound(w, r)
-		case r.URL.Path == "/down", r.URL.Path == "/flaky" && attempt <= 2:
-			w.Header().Set("Retry-After", "0")
-			w.WriteHeader(http.StatusServiceUnavailable)
-		case r.URL.Path == "/slow" && attempt == 1:
-			<-r.Context().Done() // hangs until the attempt times out
-		default:
-			fmt.Fprint(w, "ok")
-		}
-	}))
-	defer srv.Close()
-	p := retry.Policy{
-		MaxAttempts:    4,
-		BaseDelay:      20 * time.Millisecond,
-		MaxDelay:       200 * time.Millisecond,
-		AttemptTimeout: 250 * time.Millisecond, // room for an answer on a loaded machine
-		Timeout:        2 * time.Second,
-		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
-			t.Logf("  attempt %d: %v; waiting %v", attempt, err, wait.Round(time.Millisecond))
-		},
-	}
-	for _, tt := range []struct {
-		path, want string
-		attempts   int32
-	}{
-		{"/flaky", "ok", 3},
-		{"/slow", "ok", 2},
-		{"/missing", "404 Not Found", 1},
-		{"/down", "retry: gave up after 4 attempts", 4},
-	} {
-		t.Logf("GET %s", tt.path)
-		start := time.Now()
-		got := result(getBody(context.Background(), srv.Client(), srv.URL+tt.path, p))
-		t.Logf("= %s, after %v", strings.ReplaceAll(got, srv.URL, "$URL"), time.Since(start).Round(time.Millisecond))
-		n, _ := hits.Load(tt.path)
-		if attempts := n.(*atomic.Int32).Load(); !strings.HasPrefix(got, tt.want) || attempts != tt.attempts {
-			t.Errorf("GET %s = %q after %d attempts; want %q after %d", tt.path, got, attempts, tt.want, tt.attempts)
-		}
-	}
-}
-
-// result is body, or err's message.
-func result(body []byte, err error) string {
-	if err != nil {
-		return err.Error()
-	}
-	return string(body)
-}
-
 // TestRoundTripper checks the rows of the README's table after the first,
 // and that retryTransport drains a short response that it retries, so
 // that one connection serves every attempt.
@@ -685,6 +616,14 @@ func TestRoundTripper(t *testing.T) {
 			}
 		})
 	}
+}
+
+// result is body, or err's message.
+func result(body []byte, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return string(body)
 }
 
 // TestHTTPReadsAtMostMaxDrain: each client reads at most maxDrain bytes of
@@ -852,7 +791,8 @@ func TestObserveRecipeAllocatesNothingOnSuccess(t *testing.T) {
 // TestREADMEGoBlocks checks that each Go block of README.md compiles: it
 // stands in a _test.go file of this package, as it is or indented one tab
 // (the body of a function). Only the gRPC recipe, marked "not compiled",
-// is left out, since the module does not import gRPC.
+// is left out, since the module does not import gRPC. The call in the
+// package doc must be Example's, as it is.
 func TestREADMEGoBlocks(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -880,6 +820,21 @@ func TestREADMEGoBlocks(t *testing.T) {
 			first, _, _ := strings.Cut(m[2], "\n")
 			t.Errorf("README.md's Go block %d, starting %q, is in no _test.go file", i+1, first)
 		}
+	}
+	pkg, err := os.ReadFile("retry.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, _ := strings.Cut(string(pkg), "\npackage retry\n")
+	var call strings.Builder
+	for _, line := range strings.Split(doc, "\n") {
+		if code, ok := strings.CutPrefix(line, "//\t"); ok {
+			call.WriteString("\t" + code + "\n")
+		}
+	}
+	if example := "\nfunc Example() {\n"; call.Len() == 0 || !bytes.Contains(src, []byte(example)) ||
+		!strings.Contains(strings.SplitAfter(string(src), example)[1], call.String()) {
+		t.Errorf("the package doc's call is not Example's:\n%s", call.String())
 	}
 	if len(blocks)-skipped < 5 || skipped != 1 {
 		t.Errorf("README.md has %d checked Go blocks and %d marked not compiled; want at least 5, and 1", len(blocks)-skipped, skipped)
