@@ -21,9 +21,8 @@ var jitters = []struct {
 // justBelow1 is the largest float64 below 1, the most math/rand/v2 returns.
 const justBelow1 = 1 - 1.0/(1<<53)
 
-// Each formula where an off-by-one or a wrong clamp shows: base·2ⁿ near
-// max, shifts near 63, durations near math.MaxInt64, u at its ends, and
-// arguments out of range; each want worked out by hand, rounded down.
+// Each formula where an off-by-one or a wrong clamp shows (base·2ⁿ near max, shifts near 63,
+// durations near math.MaxInt64, u at its ends, arguments out of range); wants worked by hand.
 func TestJitterExact(t *testing.T) {
 	const (
 		top = time.Duration(math.MaxInt64)
@@ -184,8 +183,7 @@ func TestJitterBounds(t *testing.T) {
 	}
 }
 
-// checkJitterBounds returns f's wait, failing t if it lies outside [0, max]
-// (or below base for DecorrelatedJitter), base and max clamped as documented.
+// checkJitterBounds returns f's wait, failing t outside [0, max] ([base, max] for DecorrelatedJitter).
 func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, prev time.Duration, u float64) time.Duration {
 	t.Helper()
 	got := f(n, base, max, prev, u)
@@ -199,7 +197,7 @@ func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, pr
 	return got
 }
 
-// Every jitter is its documented formula (checkJitterSpec) at seeded random
+// Every jitter is its documented formula (checkJitterSpec), and pure, at seeded random
 // arguments, half at the edges and half from the whole range.
 func TestJitterSpec(t *testing.T) {
 	const top = math.MaxInt64
@@ -222,6 +220,9 @@ func TestJitterSpec(t *testing.T) {
 		for _, j := range jitters {
 			got := checkJitterBounds(t, j.name, j.f, n, base, max, prev, u)
 			checkJitterSpec(t, j.name, n, base, max, prev, u, got)
+			if again := j.f(n, base, max, prev, u); again != got {
+				t.Fatalf("%s(%d, %v, %v, %v, %v) = %v, then %v; want the same", j.name, n, base, max, prev, u, got, again)
+			}
 		}
 	}
 }
@@ -277,25 +278,8 @@ func TestJitterEdges(t *testing.T) {
 	}
 }
 
-// The same arguments give the same wait.
-func TestJitterIsPure(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, j := range jitters {
-		for range 1000 {
-			n, u := r.IntN(70), r.Float64()
-			base := time.Duration(r.Int64N(int64(time.Second)))
-			max := base + time.Duration(r.Int64N(int64(time.Minute)))
-			prev := time.Duration(r.Int64N(int64(max) + 1))
-			if a, b := j.f(n, base, max, prev, u), j.f(n, base, max, prev, u); a != b {
-				t.Fatalf("%s(%d, %v, %v, %v, %v) = %v, then %v; want the same", j.name, n, base, max, prev, u, a, b)
-			}
-		}
-	}
-}
-
-// specArgs returns the arguments clamped as the Jitter doc says. With
-// specJitter, it is an oracle in exact math/big arithmetic that shares no
-// code with the package.
+// specArgs clamps the arguments as the Jitter doc says; with specJitter, an oracle in exact
+// math/big arithmetic that shares no code with the package.
 func specArgs(n int, base, max, prev time.Duration, u float64) (int, time.Duration, time.Duration, time.Duration, float64) {
 	if n < 0 {
 		n = 0
