@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,27 +38,31 @@ func TestNilArguments(t *testing.T) {
 	}
 }
 
-// fn is called at most MaxAttempts times, the first call included, with a
-// wait between each two; then Do gives up with MaxAttemptsReached.
+// fn is called at most MaxAttempts times, the first call included, with a wait between each
+// two; then Do gives up with MaxAttemptsReached. By default every error is retried, timeouts too.
 func TestDoAttempts(t *testing.T) {
 	tests := []struct {
 		name        string
 		maxAttempts int
 		failures    int
 		calls       int
+		err         error // fn's; nil for boom
 	}{
-		{"success at once", 5, 0, 1},
-		{"success on the third call", 5, 2, 3},
-		{"success on the last call", 5, 4, 5},
-		{"exhausted", 5, 10, 5},
-		{"zero means five", 0, 10, 5},
-		{"one means no retries", 1, 10, 1},
-		{"two", 2, 10, 2},
+		{"success at once", 5, 0, 1, nil},
+		{"success on the third call", 5, 2, 3, nil},
+		{"success on the last call", 5, 4, 5, nil},
+		{"exhausted", 5, 10, 5, nil},
+		{"zero means five", 0, 10, 5, nil},
+		{"one means no retries", 1, 10, 1, nil},
+		{"two", 2, 10, 2, nil},
+		{"context.DeadlineExceeded is retried", 0, 2, 3, context.DeadlineExceeded},
+		{"a wrapped timeout is retried", 0, 2, 3, fmt.Errorf("get: %w", context.DeadlineExceeded)},
+		{"context.Canceled from an attempt's own ctx is retried", 0, 2, 3, context.Canceled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
-			fn := &flaky{n: tt.failures, err: errBoom}
+			fn := &flaky{n: tt.failures, err: cmp.Or(tt.err, errBoom)}
 			err := Do(context.Background(), fn.call, ft.with(Policy{MaxAttempts: tt.maxAttempts}))
 			waits := ft.Waits()
 			if fn.calls != tt.calls || len(waits) != tt.calls-1 {
@@ -148,21 +153,6 @@ func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
 	}
 }
 
-// By default every error is retried, timeouts included, while ctx is alive.
-func TestDefaultRetriesEveryError(t *testing.T) {
-	for _, err := range []error{
-		context.DeadlineExceeded,
-		fmt.Errorf("get: %w", context.DeadlineExceeded),
-		context.Canceled, // an attempt's own ctx, cancelled inside fn
-		errBoom,
-	} {
-		fn := &flaky{n: 2, err: err}
-		if got := Do(context.Background(), fn.call, newFakeTime().with(Policy{})); got != nil || fn.calls != 3 {
-			t.Errorf("Do() with %v = %v after %d calls; want nil after 3", err, got, fn.calls)
-		}
-	}
-}
-
 // An http.Client timeout, on a real server, is retried.
 func TestHTTPClientTimeoutIsRetried(t *testing.T) {
 	var hits atomic.Int32
@@ -182,10 +172,7 @@ func TestHTTPClientTimeoutIsRetried(t *testing.T) {
 	p := Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
 	p.OnRetry = func(_ context.Context, _ int, err error, _ time.Duration) { errs = append(errs, err) }
 	body, err := DoValue(context.Background(), func(ctx context.Context) (string, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-		if err != nil {
-			return "", err
-		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil) // srv.URL is valid
 		resp, err := client.Do(req)
 		if err != nil {
 			return "", err
@@ -516,18 +503,10 @@ func TestTimeout(t *testing.T) {
 			}
 		}
 	})
-	t.Run("no wait ends at or after the deadline", func(t *testing.T) {
+	t.Run("no wait ends at or after the deadline", func(t *testing.T) { // checkDo checks each wait
 		for seed := range 50 {
-			ft := newFakeTime()
-			start := ft.Now()
-			const deadline = 3 * time.Second
-			p := ft.with(Policy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Timeout: deadline, Rand: seqRand(uint64(seed))})
-			p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
-				if end := ft.Now().Add(wait).Sub(start); end >= deadline {
-					t.Fatalf("seed %d: a wait of %v ends %v after the start; want before %v", seed, wait, end, deadline)
-				}
-			}
-			Do(context.Background(), (&flaky{n: 1000, err: errBoom}).call, p)
+			p := Policy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, Timeout: 3 * time.Second, Rand: seqRand(uint64(seed))}
+			checkDo(t, p, doInput{failures: 1000})
 		}
 	})
 }
@@ -1239,14 +1218,7 @@ func BenchmarkDo(b *testing.B) {
 			}
 		}
 	})
-	b.Run("success", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			if err := Do(ctx, succeed, Policy{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	run("success", Policy{}, succeed)
 	run("success-timeout", Policy{Timeout: time.Minute}, succeed)
 	run("success-attempt-timeout", Policy{AttemptTimeout: time.Minute}, succeed)
 	run("3-retries-no-wait", Policy{Jitter: zeroJitter}, failThrice)
