@@ -105,9 +105,8 @@ func TestDoValue(t *testing.T) {
 	}
 }
 
-// TestOneRetry is Do's path on the zero Policy when fn fails once and then
-// succeeds; issue 22 counts the functions it enters with
-// go test -run '^TestOneRetry$' -coverprofile=c.out . && go tool cover -func=c.out.
+// TestOneRetry is Do's path on the zero Policy when fn fails once, then succeeds: issue 22
+// counts the functions it enters (go test -run '^TestOneRetry$' -coverprofile=c.out .).
 func TestOneRetry(t *testing.T) {
 	calls := 0
 	err := Do(context.Background(), func(context.Context) error {
@@ -195,9 +194,6 @@ func TestSuccessAfterCtxCancelIsSuccess(t *testing.T) {
 	}
 }
 
-// sleepUntilDone is a Sleeper that waits until ctx is done, however short d is.
-func sleepUntilDone(ctx context.Context, d time.Duration) error { <-ctx.Done(); return ctx.Err() }
-
 // brokenCtx breaks the Context contract: Done is closed, Err is nil.
 type brokenCtx struct{ context.Context }
 
@@ -207,10 +203,8 @@ func (brokenCtx) Done() <-chan struct{} {
 	return done
 }
 
-// When ctx is done as Do stops, the Reason says how: DeadlineReached when
-// its deadline passed, Canceled otherwise, whatever else stopped Do or fn
-// returned; Cause reaches ctx's cause. Do calls fn no more, and OnDone sees
-// the same error.
+// When ctx is done as Do stops, the Reason is DeadlineReached if its deadline passed, else
+// Canceled, whatever else stopped Do; Cause reaches ctx's cause, and OnDone sees the same error.
 func TestCtxDoneReason(t *testing.T) {
 	errShutdown, errSlow := errors.New("shutting down"), errors.New("too slow")
 	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
@@ -295,7 +289,7 @@ func TestCtxDoneReason(t *testing.T) {
 		{"fn hangs until ctx's deadline", timed, func(call) Policy { return Policy{Timeout: time.Hour} },
 			func(call) func(context.Context) error { return hang }, DeadlineReached, []error{context.DeadlineExceeded, errSlow},
 			"(deadline reached: ctx's deadline passed: too slow): context deadline exceeded", 0},
-		{"ctx's deadline ends the wait", timed, sleeper(func(_ call, ctx context.Context) error { return sleepUntilDone(ctx, 0) }),
+		{"ctx's deadline ends the wait", timed, sleeper(func(_ call, ctx context.Context) error { <-ctx.Done(); return ctx.Err() }),
 			fails, DeadlineReached, []error{context.DeadlineExceeded, errSlow, errBoom}, slow, 1},
 		{"the Sleeper fails as ctx's deadline passes", timed, sleeper(func(_ call, ctx context.Context) error { <-ctx.Done(); return errShutdown }),
 			fails, DeadlineReached, []error{context.DeadlineExceeded, errBoom}, slow, 1},
@@ -435,9 +429,8 @@ func TestJitterOutOfRange(t *testing.T) {
 	}
 }
 
-// Without a deadline, only MaxDelay limits a wait or a hint: the longest
-// Duration, which ParseRetryAfter gives for a huge number of seconds, is
-// not time left.
+// Without a deadline only MaxDelay limits a wait or a hint: the longest Duration, which
+// ParseRetryAfter gives for a huge number of seconds, is not time left.
 func TestNoDeadlineOnlyMaxDelayLimits(t *testing.T) {
 	longest, _ := ParseRetryAfter("99999999999", time.Now())
 	tests := []struct {
@@ -511,9 +504,8 @@ func TestTimeout(t *testing.T) {
 	})
 }
 
-// With 1ns left before a deadline, a wait of 0 ends before it, so Do
-// retries at once; a wait of all the time left, or a hint, does not fit;
-// with nothing left, the deadline has passed, whatever the hint.
+// With 1ns left before a deadline a wait of 0 fits, but not a hint nor a wait of all the
+// time left; with nothing left, the deadline has passed.
 func TestTimeLeftAtTheEdge(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -561,9 +553,8 @@ func TestTimeLeftAtTheEdge(t *testing.T) {
 	}
 }
 
-// fn is never called after a deadline has passed, however late OnRetry or
-// the Sleeper makes the next attempt; the Budget token of the retry that
-// did not happen is given back.
+// fn is never called after a deadline, however late OnRetry or the Sleeper makes the next
+// attempt; the token of the retry that did not happen is given back.
 func TestNoCallAfterADeadline(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -613,9 +604,8 @@ func TestNoCallAfterADeadline(t *testing.T) {
 	}
 }
 
-// A wait that ends just before ctx's deadline races the deadline's own
-// timer. Whichever wins, the call ran out of time: every run ends
-// DeadlineReached, on real timers and the default Sleeper.
+// A wait that ends just before ctx's deadline races its timer on the default Sleeper;
+// whichever wins, Do ends DeadlineReached.
 func TestDeadlineRaceEndsDeadlineReached(t *testing.T) {
 	for range 40 {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -723,9 +713,8 @@ func TestClockReads(t *testing.T) {
 	}
 }
 
-// fn's ctx ends, in real time, when the time that Clock says is left
-// before the Timeout runs out, or AttemptTimeout after the attempt began;
-// ctx's deadline measured on a Clock that runs ahead does not shorten it.
+// fn's ctx ends, in real time, when the Clock's time left before the Timeout runs out, or
+// AttemptTimeout in; ctx's deadline on a Clock that runs ahead does not shorten it.
 func TestFnCtx(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -801,9 +790,8 @@ func TestOnRetry(t *testing.T) {
 	}
 }
 
-// The wait counts from when it was chosen: the Sleeper is asked for the
-// rest of it after OnRetry, never less than 0, nor more when the Clock goes
-// back in OnRetry; so no wait ends after a deadline.
+// The wait counts from when it was chosen: the Sleeper gets what OnRetry left of it, at
+// least 0 and no more if the Clock goes back, so no wait ends after a deadline.
 func TestOnRetryTimeComesOffTheWait(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {
@@ -846,9 +834,8 @@ func TestOnRetryTimeComesOffTheWait(t *testing.T) {
 	}
 }
 
-// A Sleeper's error ends the retries with SleepFailed, even when the
-// deadline passed during the wait; one that returns early is trusted, and
-// MaxAttempts still bounds the calls.
+// A Sleeper's error ends Do with SleepFailed, even past the deadline; one that returns
+// early is trusted, and MaxAttempts still bounds the calls.
 func TestSleeper(t *testing.T) {
 	errSleep := errors.New("sleeper broke")
 	tests := []struct {
@@ -1118,7 +1105,7 @@ func TestGoroutines(t *testing.T) {
 			if n := settled(); n != 0 {
 				t.Fatalf("goroutines watching a ctx before Do = %d; want 0", n)
 			}
-			// Other tests' goroutines may still be ending, so the count may fall; only a rise is Do's.
+			// only a rise is Do's: other tests' goroutines may still be ending
 			before := runtime.NumGoroutine()
 			var during []int
 			count := func() { during = append(during, runtime.NumGoroutine()-before, watchers()) }
@@ -1178,16 +1165,15 @@ func TestNoAllocationOnTheHotPath(t *testing.T) {
 	}
 }
 
-// Hooks that capture nothing, as a shared Policy's that update package-level metrics.
+// Hooks that capture nothing, like a shared Policy's that update package-level metrics.
 func onRetryNop(context.Context, int, error, time.Duration) {}
 func onDoneNop(context.Context, int, time.Duration, error)  {}
 
 // timeSink keeps the compiler from optimising the baseline's clock read away.
 var timeSink time.Time
 
-// BenchmarkDo measures the cost of Do around a fn that does nothing.
-// baseline is what a caller without retries pays: the call and one clock
-// read; compare the other sub-benchmarks with it within one run.
+// BenchmarkDo measures Do around a fn that does nothing; baseline, the call and one clock
+// read, is what a caller without retries pays.
 func BenchmarkDo(b *testing.B) {
 	ctx := context.Background()
 	calls := 0
