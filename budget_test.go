@@ -32,18 +32,15 @@ func TestNewBudgetRejectsBadArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p := Policy{Budget: NewBudget(tt.ratio, tt.burst)}
-		err := p.Validate()
-		if tt.want == "" {
+		if err := p.Validate(); tt.want == "" {
 			if err != nil {
 				t.Errorf("NewBudget(%v, %d): Validate() = %v; want nil", tt.ratio, tt.burst, err)
 			}
-			continue
-		}
-		if want := "retry: invalid policy: NewBudget " + tt.want; !errors.Is(err, ErrInvalidPolicy) || err.Error() != want {
+		} else if want := "retry: invalid policy: NewBudget " + tt.want; !errors.Is(err, ErrInvalidPolicy) || err.Error() != want {
 			t.Errorf("NewBudget(%v, %d): Validate() = %v; want ErrInvalidPolicy, %q", tt.ratio, tt.burst, err, want)
 		}
 		fn := &flaky{}
-		if err := Do(context.Background(), fn.call, p); !errors.Is(err, ErrInvalidPolicy) || fn.calls != 0 {
+		if err := Do(context.Background(), fn.call, p); tt.want != "" && (!errors.Is(err, ErrInvalidPolicy) || fn.calls != 0) {
 			t.Errorf("NewBudget(%v, %d): Do() = %v after %d calls; want ErrInvalidPolicy after 0", tt.ratio, tt.burst, err, fn.calls)
 		}
 	}
@@ -70,50 +67,12 @@ func TestBudgetExhausted(t *testing.T) {
 	}
 }
 
-// Retries ≤ ratio × calls + burst, whatever the failure rate, and a
-// healthy service never meets the budget.
-func TestBudgetBoundsRetries(t *testing.T) {
-	tests := []struct {
-		name          string
-		failEvery     int // one call in failEvery fails once; 1 means all fail always
-		wantExhausted bool
-	}{
-		{"every call fails", 1, true},
-		{"one call in 20 fails once", 20, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			const calls, ratio, burst = 10_000, 0.1, 10
-			ft := newFakeTime()
-			retries, exhausted := 0, 0
-			p := ft.with(Policy{MaxAttempts: 3, Budget: NewBudget(ratio, burst)})
-			p.OnRetry = func(context.Context, int, error, time.Duration) { retries++ }
-			for i := range calls {
-				fn := &flaky{n: 1, err: errBoom}
-				if tt.failEvery == 1 {
-					fn.n = 100
-				} else if i%tt.failEvery != 0 {
-					fn.n = 0
-				}
-				if errors.Is(Do(context.Background(), fn.call, p), ErrBudgetExhausted) {
-					exhausted++
-				}
-			}
-			if limit := int(ratio*calls) + burst; retries > limit {
-				t.Errorf("retries = %d; want at most ratio × calls + burst = %d", retries, limit)
-			}
-			if (exhausted > 0) != tt.wantExhausted {
-				t.Errorf("calls that met the budget = %d; want some: %v", exhausted, tt.wantExhausted)
-			}
-		})
-	}
-}
-
-// Goroutines spend a Budget to below one token, never more; refunded tokens all return.
+// Calls that always fail retry at most ratio × calls + burst times, the rest meeting the Budget,
+// which goroutines spend to below one token; refunded tokens all return.
 func TestBudgetConcurrent(t *testing.T) {
 	const goroutines, each, ratio, burst = 50, 200, 0.1, 10
 	b, refunded := NewBudget(ratio, burst), NewBudget(0, 3)
-	var retries atomic.Int64
+	var retries, met atomic.Int64
 	p := Policy{MaxAttempts: 3, Budget: b, Jitter: zeroJitter}
 	p.OnRetry = func(context.Context, int, error, time.Duration) { retries.Add(1) }
 	var wg sync.WaitGroup
@@ -122,7 +81,9 @@ func TestBudgetConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				Do(context.Background(), failOnce, p) // wants 2 retries
+				if errors.Is(Do(context.Background(), failOnce, p), ErrBudgetExhausted) { // wants 2 retries
+					met.Add(1)
+				}
 				if refunded.spend() {
 					refunded.refund()
 				}
@@ -131,8 +92,8 @@ func TestBudgetConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	got, limit := retries.Load(), int64(ratio*goroutines*each)+burst
-	if got > limit || b.Tokens() >= 1 || b.Tokens() < 0 {
-		t.Errorf("retries, tokens left = %d, %v; want at most %d retries and under one token left", got, b.Tokens(), limit)
+	if got > limit || met.Load() == 0 || b.Tokens() >= 1 || b.Tokens() < 0 {
+		t.Errorf("retries, calls that met the Budget, tokens left = %d, %d, %v; want at most %d, some, under one", got, met.Load(), b.Tokens(), limit)
 	}
 	if got := refunded.Tokens(); got != 3 {
 		t.Errorf("Tokens() after every spend was refunded = %v; want 3, the burst", got)
