@@ -179,11 +179,6 @@ func TestPermanent(t *testing.T) {
 	if !errors.Is(err, inner) || !errors.As(err, &ce) || ce != inner || err.Error() != "post: bad request" {
 		t.Errorf("Permanent: errors.Is, errors.As, Error() = %v, %v, %q; want true, true, %q", errors.Is(err, inner), ce, err, "post: bad request")
 	}
-	deep := errors.Join(unwrapsToNil{}, fmt.Errorf("a: %w", fmt.Errorf("b: %w", Permanent(errBoom))))
-	fn := &flaky{n: 10, err: deep}
-	if got := Do(context.Background(), fn.call, newFakeTime().with(Policy{})); got != deep || fn.calls != 1 {
-		t.Errorf("Do() = %v after %d calls; want the joined error as it was, after 1", got, fn.calls)
-	}
 	if isPermanent(errors.Join(unwrapsToNil{}, errBoom)) {
 		t.Errorf("isPermanent(a chain without the mark) = true; want false")
 	}

@@ -133,6 +133,7 @@ func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
 		{"Permanent, outermost", Permanent(notFound), Policy{}},
 		{"Permanent, wrapped", fmt.Errorf("get: %w", Permanent(notFound)), Policy{}},
 		{"Permanent, joined", errors.Join(errBoom, Permanent(notFound)), Policy{}},
+		{"Permanent, deep, beside an Unwrap that returns nil", errors.Join(unwrapsToNil{}, fmt.Errorf("a: %w", fmt.Errorf("b: %w", Permanent(errBoom)))), Policy{}},
 		{"Permanent wins over IsRetryable", Permanent(notFound), Policy{IsRetryable: func(error) bool { return true }}},
 	}
 	for _, tt := range tests {
@@ -197,11 +198,7 @@ func TestSuccessAfterCtxCancelIsSuccess(t *testing.T) {
 // brokenCtx breaks the Context contract: Done is closed, Err is nil.
 type brokenCtx struct{ context.Context }
 
-func (brokenCtx) Done() <-chan struct{} {
-	done := make(chan struct{})
-	close(done)
-	return done
-}
+func (brokenCtx) Done() <-chan struct{} { done := make(chan struct{}); close(done); return done }
 
 // When ctx is done as Do stops, the Reason is DeadlineReached if its deadline passed, else
 // Canceled, whatever else stopped Do; Cause reaches ctx's cause, and OnDone sees the same error.
