@@ -115,15 +115,10 @@ func TestErrorMessage(t *testing.T) {
 	}
 }
 
-// codeErr is an error type that both fn and a Sleeper return below.
-type codeErr string
-
-func (e codeErr) Error() string { return string(e) }
-
 // Unwrap returns Last, then Cause, leaving out the nil ones, so errors.As
 // finds fn's error first when both are of one type.
 func TestUnwrap(t *testing.T) {
-	last, cause := codeErr("fn"), codeErr("sleeper")
+	last, cause := &customErr{"fn"}, &customErr{"sleeper"} // one error type, from fn and a Sleeper
 	for _, tt := range []struct {
 		err  *RetryExhausted
 		want []error
@@ -137,7 +132,7 @@ func TestUnwrap(t *testing.T) {
 			t.Errorf("(%+v).Unwrap() = %v; want %v", tt.err, got, tt.want)
 		}
 	}
-	var got codeErr
+	var got *customErr
 	if err := error(&RetryExhausted{Last: last, Cause: cause}); !errors.As(err, &got) || got != last || !errors.Is(err, cause) {
 		t.Errorf("errors.As(RetryExhausted) found %q, errors.Is(cause) = %v; want %q, true", got, errors.Is(err, cause), last)
 	}
