@@ -215,8 +215,7 @@ func TestJitterSpec(t *testing.T) {
 // overflow in base·2ⁿ would make it.
 func TestJitterMonotonic(t *testing.T) {
 	for _, base := range []time.Duration{1, time.Millisecond, 3 * time.Second, math.MaxInt64 / 5} {
-		max := time.Duration(math.MaxInt64)
-		prev := time.Duration(0)
+		max, prev := time.Duration(math.MaxInt64), time.Duration(0)
 		for n := range 200 {
 			got := NoJitter(n, base, max, 0, 0)
 			if got < prev {
