@@ -1,10 +1,7 @@
 package retry
 
-// The README's section "From a blank screen" shows the whole retry
-// algorithm for someone to learn by heart. The code between the two
-// markers below is that block, byte for byte (TestREADMEGoBlocks keeps the
-// two the same), and the tests here run it on fake time, with a real timer
-// where the timer is the point.
+// The code between the markers is the README's "From a blank screen" block, byte for byte
+// (TestREADMEGoBlocks checks it); the tests run it on fake time, or a real timer where it matters.
 
 import (
 	"context"
@@ -77,10 +74,8 @@ func (e *retryError) Unwrap() error { return e.Last }
 
 // END blank-screen
 
-// blankClock is fake time for the block: after records the wait, moves now
-// forward by it at once and returns a channel that is ready. It starts at
-// time.Unix(0, 0), which has no monotonic reading, so Sub works on the wall
-// readings that it moves itself.
+// blankClock is fake time for the block: After records the wait, moves now by it and returns
+// a ready channel. Start it at time.Unix(0, 0), which has no monotonic reading.
 type blankClock struct {
 	now   time.Time
 	waits []time.Duration
@@ -102,8 +97,7 @@ var errBlankFatal = errors.New("bad request")
 
 func blankRetryable(err error) bool { return !errors.Is(err, errBlankFatal) }
 
-// blankRetrier returns a retrier on fake time c with a seeded random, which
-// each test changes where it matters.
+// blankRetrier returns a retrier on fake time c with a seeded random.
 func blankRetrier(c *blankClock) retrier {
 	return retrier{
 		attempts:  5,
@@ -116,8 +110,7 @@ func blankRetrier(c *blankClock) retrier {
 	}
 }
 
-// blankFn returns an fn that returns errs[i] on call i+1, and nil after the
-// last, and that takes call on c's fake time; *calls counts its calls.
+// blankFn returns an fn that takes call on c, returns errs[i] on call i+1 and nil after.
 func blankFn(c *blankClock, call time.Duration, errs ...error) (fn func(context.Context) error, calls *int) {
 	calls = new(int)
 	fn = func(context.Context) error {
@@ -131,8 +124,7 @@ func blankFn(c *blankClock, call time.Duration, errs ...error) (fn func(context.
 	return fn, calls
 }
 
-// blankErrs returns n distinct errors, so that a test can tell which call
-// an error came from.
+// blankErrs returns n distinct errors, one per call.
 func blankErrs(n int) []error {
 	errs := make([]error, n)
 	for i := range errs {
@@ -141,8 +133,7 @@ func blankErrs(n int) []error {
 	return errs
 }
 
-// blankGaveUp checks that err is a *retryError after attempts calls,
-// carrying last and reaching it with errors.Is, and returns it.
+// blankGaveUp checks that err is a *retryError after attempts calls, reaching last, and returns it.
 func blankGaveUp(t *testing.T, err error, attempts int, last error) *retryError {
 	t.Helper()
 	var re *retryError
@@ -225,9 +216,7 @@ func TestBlankExhaustionWrapsLastError(t *testing.T) {
 	}
 }
 
-// TestBlankDeadlineRespected: each call takes 100ms and each wait 1s, so
-// the calls end at 0.1s, 1.2s, 2.3s and 3.4s, and the wait after the fourth
-// would end at 4.4s.
+// Calls of 100ms and waits of 1s end at 0.1s, 1.2s, 2.3s and 3.4s; the fourth wait would end at 4.4s.
 func TestBlankDeadlineRespected(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -264,10 +253,7 @@ func TestBlankDeadlineRespected(t *testing.T) {
 	}
 }
 
-// TestBlankDecorrelatedJitter pins the block's formula, min(cap,
-// uniform(base, 3·prev)) with prev = base before the first wait: at u = 1
-// the first wait is 3·base, and each later one three times the last, up to
-// the cap. The package's DecorrelatedJitter gives the same waits.
+// The block's min(cap, uniform(base, 3·prev)), prev = base at first, gives DecorrelatedJitter's waits.
 func TestBlankDecorrelatedJitter(t *testing.T) {
 	const base, maxWait = 10 * time.Millisecond, 100 * time.Millisecond
 	tests := []struct {
@@ -297,17 +283,8 @@ func TestBlankDecorrelatedJitter(t *testing.T) {
 	}
 }
 
-// blankFullJitter is the full-jitter line that the block gives in a
-// comment, as code, and TestBlankFullJitter pins it. n is the number of calls made, as in the block.
-func blankFullJitter(r retrier, n int) (wait time.Duration) {
-	wait = uniform(0, time.Duration(min(float64(r.cap), float64(r.base)*math.Exp2(float64(n-1)))), r.random())
-	return wait
-}
-
-// TestBlankFullJitter pins the block's full-jitter alternative, u·min(cap,
-// base·2ⁿ⁻¹): 0 at u = 0, the capped exponential at u = 1, without
-// overflow however many calls were made. The package's FullJitter, whose n
-// counts retries, gives the same waits.
+// The block's full-jitter comment, u·min(cap, base·2ⁿ⁻¹) after call n, does not overflow and
+// gives FullJitter's waits (whose n counts retries).
 func TestBlankFullJitter(t *testing.T) {
 	const base, maxWait = 10 * time.Millisecond, 100 * time.Millisecond
 	tests := []struct {
@@ -320,7 +297,8 @@ func TestBlankFullJitter(t *testing.T) {
 	for _, tt := range tests {
 		r := retrier{base: base, cap: maxWait, random: func() float64 { return tt.u }}
 		for i, n := range []int{1, 2, 3, 4, 5, 1000} {
-			got := blankFullJitter(r, n)
+			// the block's comment, as code
+			got := uniform(0, time.Duration(min(float64(r.cap), float64(r.base)*math.Exp2(float64(n-1)))), r.random())
 			if got != tt.want[i] {
 				t.Errorf("full jitter after call %d at u = %v: %v; want %v", n, tt.u, got, tt.want[i])
 			}
@@ -331,28 +309,23 @@ func TestBlankFullJitter(t *testing.T) {
 	}
 }
 
-// TestBlankDoneCtxEndsTheWait runs the block as production does, on
-// time.Now and time.After: a wait of an hour ends when ctx is done, 20ms
-// after it was made, and no call follows. Elapsed counts from the first
-// call, which comes a little after ctx was made, so it may be under 20ms.
+// On the production time.Now, time.After and rand.Float64, a wait of an hour ends when ctx
+// does, 20ms in, and no call follows.
 func TestBlankDoneCtxEndsTheWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	r := retrier{
 		attempts: 5, base: time.Hour, cap: time.Hour,
-		retryable: blankRetryable, now: time.Now, after: time.After, random: seqRand(1),
+		retryable: blankRetryable, now: time.Now, after: time.After, random: rand.Float64,
 	}
-	calls := 0
 	last := errors.New("connection refused")
+	fn, calls := blankFn(&blankClock{}, 0, last, last)
 	begin := time.Now()
-	err := r.do(ctx, func(context.Context) error {
-		calls++
-		return last
-	})
+	err := r.do(ctx, fn)
 	took := time.Since(begin)
 	re := blankGaveUp(t, err, 1, last)
-	if calls != 1 {
-		t.Errorf("do() calls = %d; want 1", calls)
+	if *calls != 1 {
+		t.Errorf("do() calls = %d; want 1", *calls)
 	}
 	if ctx.Err() == nil {
 		t.Errorf("do() returned after %v, before ctx was done; want it to wait until then", took)
@@ -362,33 +335,17 @@ func TestBlankDoneCtxEndsTheWait(t *testing.T) {
 	}
 }
 
-// TestBlankCtxDoneDuringCall: a ctx that ends during a call ends the
-// retries before the wait, whatever the wait.
+// A ctx that ends during a call ends the retries before the wait, whatever the wait.
 func TestBlankCtxDoneDuringCall(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	clock := &blankClock{now: time.Unix(0, 0)}
 	r := blankRetrier(clock)
 	r.after = func(time.Duration) <-chan time.Time { return nil } // a wait that never ends
 	last := errors.New("connection refused")
-	calls := 0
-	err := r.do(ctx, func(context.Context) error {
-		calls++
-		cancel() // the caller gives up during the first call
-		return last
-	})
+	fn, calls := blankFn(clock, 0, last, last)
+	err := r.do(ctx, func(ctx context.Context) error { cancel(); return fn(ctx) }) // the caller gives up during the call
 	blankGaveUp(t, err, 1, last)
-	if calls != 1 {
-		t.Errorf("do() calls = %d; want 1", calls)
-	}
-}
-
-// TestBlankProductionKnobs runs the knobs that the README gives for
-// production, on real time, with a call that succeeds at once.
-func TestBlankProductionKnobs(t *testing.T) {
-	isRetryable := blankRetryable
-	r := retrier{attempts: 5, base: 100 * time.Millisecond, cap: 30 * time.Second, retryable: isRetryable, now: time.Now, after: time.After, random: rand.Float64}
-	calls := 0
-	if err := r.do(context.Background(), func(context.Context) error { calls++; return nil }); err != nil || calls != 1 {
-		t.Errorf("do() = %v after %d calls; want nil after 1", err, calls)
+	if *calls != 1 {
+		t.Errorf("do() calls = %d; want 1", *calls)
 	}
 }

@@ -9,8 +9,7 @@ import (
 	"time"
 )
 
-// fakeTime is a Clock and a Sleeper on virtual time: Sleep records the
-// wait and moves Now forward by it at once.
+// fakeTime is a Clock and a Sleeper: Sleep records the wait and moves Now by it at once.
 type fakeTime struct {
 	mu    sync.Mutex
 	now   time.Time
@@ -50,8 +49,7 @@ func (f *fakeTime) Waits() []time.Duration {
 	return append([]time.Duration(nil), f.waits...)
 }
 
-// deadlineCtx returns a context that ends d after f's now, or
-// context.Background if d is 0. The test cancels it when it ends.
+// deadlineCtx returns a ctx that ends d after f's now (none if d is 0), cancelled with the test.
 func (f *fakeTime) deadlineCtx(t testing.TB, d time.Duration) context.Context {
 	if d == 0 {
 		return context.Background()
@@ -139,20 +137,5 @@ func assertDeadlineReached(t *testing.T, err error, attempts int) {
 	if re.Reason != DeadlineReached || re.Attempts != attempts || re.Cause != context.DeadlineExceeded || !errors.Is(err, errBoom) {
 		t.Errorf("Do() = %v (reason %v, attempts %d, Cause %v); want DeadlineReached, %d, context.DeadlineExceeded, reaching boom",
 			err, re.Reason, re.Attempts, re.Cause, attempts)
-	}
-}
-
-// assertCanceled checks that Do gave up with Canceled, reaching ctxErr and boom.
-func assertCanceled(t *testing.T, err, ctxErr error, attempts int) {
-	t.Helper()
-	var re *RetryExhausted
-	if !errors.As(err, &re) {
-		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
-	}
-	if re.Reason != Canceled || re.Attempts != attempts {
-		t.Errorf("Do() reason, attempts = %v, %d; want %v, %d", re.Reason, re.Attempts, Canceled, attempts)
-	}
-	if !errors.Is(err, ctxErr) || !errors.Is(err, errBoom) {
-		t.Errorf("Do() = %v; want errors.Is to reach both %v and boom", err, ctxErr)
 	}
 }

@@ -21,9 +21,8 @@ var jitters = []struct {
 // justBelow1 is the largest float64 below 1, the most math/rand/v2 returns.
 const justBelow1 = 1 - 1.0/(1<<53)
 
-// Each formula where an off-by-one or a wrong clamp shows: base·2ⁿ near
-// max, shifts near 63, durations near math.MaxInt64, u at its ends, and
-// arguments out of range; each want worked out by hand, rounded down.
+// Each formula where an off-by-one or a wrong clamp shows (base·2ⁿ near max, shifts near 63,
+// durations near math.MaxInt64, u at its ends); wants worked by hand. TestJitterEdges clamps.
 func TestJitterExact(t *testing.T) {
 	const (
 		top = time.Duration(math.MaxInt64)
@@ -60,21 +59,14 @@ func TestJitterExact(t *testing.T) {
 		{"NoJitter n=MaxInt", NoJitter, math.MaxInt, 1, top, 0, 0, top},
 		{"NoJitter base 0", NoJitter, 5, 0, 10, 0, 0, 0},
 		{"NoJitter base 0, n=MaxInt", NoJitter, math.MaxInt, 0, 10, 0, 0, 0},
-		{"NoJitter n=-1", NoJitter, -1, 7, 10, 0, 0, 7},
 		{"NoJitter n=MinInt", NoJitter, math.MinInt, 7, 10, 0, 0, 7},
-		{"NoJitter base above max", NoJitter, 0, 11, 10, 0, 0, 10},
 		{"NoJitter base above max, n=1", NoJitter, 1, 11, 10, 0, 0, 10},
 		{"NoJitter max 0", NoJitter, 1, 1, 0, 0, 0, 0},
-		{"NoJitter max -1", NoJitter, 2, 5, -1, 0, 0, 0},
-		{"NoJitter base -5", NoJitter, 2, -5, 10, 0, 0, 0},
 
 		{"FullJitter u=0", FullJitter, 3, 100 * ms, time.Second, 0, 0, 0},
 		{"FullJitter u=0.5", FullJitter, 3, 100 * ms, time.Second, 0, 0.5, 400 * ms},
 		{"FullJitter u just below 1", FullJitter, 3, 100 * ms, time.Second, 0, justBelow1, 800*ms - 1},
 		{"FullJitter u=1", FullJitter, 3, 100 * ms, time.Second, 0, 1, 800 * ms},
-		{"FullJitter u=1.5", FullJitter, 3, 100 * ms, time.Second, 0, 1.5, 800 * ms},
-		{"FullJitter u=-0.5", FullJitter, 3, 100 * ms, time.Second, 0, -0.5, 0},
-		{"FullJitter u=NaN", FullJitter, 3, 100 * ms, time.Second, 0, math.NaN(), 0},
 		{"FullJitter 1.5ns", FullJitter, 0, 3, 10, 0, 0.5, 1},
 		{"FullJitter u=1, d=3", FullJitter, 0, 3, 10, 0, 1, 3},
 		{"FullJitter u=1, d=MaxInt64", FullJitter, 63, 1, top, 0, 1, top},
@@ -83,15 +75,11 @@ func TestJitterExact(t *testing.T) {
 		{"FullJitter u just below 1, d=2⁶²", FullJitter, 62, 1, top, 0, justBelow1, 1<<62 - 1<<9},
 		{"FullJitter u=1, d=2⁶²+1", FullJitter, 0, 1<<62 + 1, top, 0, 1, 1<<62 + 1},
 		{"FullJitter capped", FullJitter, 20, 100 * ms, 10 * time.Second, 0, 0.5, 5 * time.Second},
-		{"FullJitter base above max", FullJitter, 0, 20, 10, 0, 0.5, 5},
-		{"FullJitter max -1", FullJitter, 0, 5, -1, 0, 1, 0},
 
 		{"EqualJitter u=0", EqualJitter, 3, 100 * ms, time.Second, 0, 0, 400 * ms},
 		{"EqualJitter u=0.5", EqualJitter, 3, 100 * ms, time.Second, 0, 0.5, 600 * ms},
 		{"EqualJitter u just below 1", EqualJitter, 3, 100 * ms, time.Second, 0, justBelow1, 800*ms - 1},
 		{"EqualJitter u=1", EqualJitter, 3, 100 * ms, time.Second, 0, 1, 800 * ms},
-		{"EqualJitter u=1.5", EqualJitter, 3, 100 * ms, time.Second, 0, 1.5, 800 * ms},
-		{"EqualJitter u=NaN", EqualJitter, 3, 100 * ms, time.Second, 0, math.NaN(), 400 * ms},
 		{"EqualJitter u=0, d=1", EqualJitter, 0, 1, 10, 0, 0, 0},
 		{"EqualJitter u=1, d=1", EqualJitter, 0, 1, 10, 0, 1, 1},
 		{"EqualJitter u=0, d=3", EqualJitter, 0, 3, 10, 0, 0, 1},
@@ -99,13 +87,10 @@ func TestJitterExact(t *testing.T) {
 		{"EqualJitter u=1, d=3", EqualJitter, 0, 3, 10, 0, 1, 3},
 		{"EqualJitter u=0, d=MaxInt64", EqualJitter, 63, 1, top, 0, 0, top / 2},
 		{"EqualJitter u=1, d=MaxInt64", EqualJitter, 63, 1, top, 0, 1, top},
-		{"EqualJitter base above max", EqualJitter, 0, 20, 10, 0, 0, 5},
 
 		{"DecorrelatedJitter u=0", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, 0, 100 * ms},
 		{"DecorrelatedJitter u=0.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, 0.5, 200 * ms},
 		{"DecorrelatedJitter u=1", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, 1, 300 * ms},
-		{"DecorrelatedJitter u=1.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, 1.5, 300 * ms},
-		{"DecorrelatedJitter u=-0.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 100 * ms, -0.5, 100 * ms},
 		{"DecorrelatedJitter prev -1s", DecorrelatedJitter, 0, 100 * ms, time.Second, -time.Second, 1, 300 * ms},
 		{"DecorrelatedJitter prev 0, below base", DecorrelatedJitter, 0, 100 * ms, 10 * time.Second, 0, 0.5, 200 * ms},
 		{"DecorrelatedJitter u=0.5, prev 1s", DecorrelatedJitter, 0, 100 * ms, 10 * time.Second, time.Second, 0.5, 1550 * ms},
@@ -117,8 +102,6 @@ func TestJitterExact(t *testing.T) {
 		{"DecorrelatedJitter prev above max, u=0", DecorrelatedJitter, 0, 100 * ms, time.Second, 20 * time.Second, 0, 100 * ms},
 		{"DecorrelatedJitter prev above max, u=0.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 20 * time.Second, 0.5, time.Second},
 		{"DecorrelatedJitter base at max", DecorrelatedJitter, 0, 10, 10, 50, 0.5, 10},
-		{"DecorrelatedJitter base above max", DecorrelatedJitter, 0, 2 * time.Second, time.Second, 0, 0, time.Second},
-		{"DecorrelatedJitter max -1", DecorrelatedJitter, 0, 5, -1, 5, 0.5, 0},
 		{"DecorrelatedJitter prev ⌊MaxInt64/3⌋+1, u=1", DecorrelatedJitter, 0, 1, top, top/3 + 1, 1, top},
 		{"DecorrelatedJitter prev MaxInt64, u just below 1", DecorrelatedJitter, 0, 1, top, top, justBelow1, top},
 		{"DecorrelatedJitter base MaxInt64", DecorrelatedJitter, 0, top, top, 0, 0.5, top},
@@ -184,8 +167,7 @@ func TestJitterBounds(t *testing.T) {
 	}
 }
 
-// checkJitterBounds returns f's wait, failing t if it lies outside [0, max]
-// (or below base for DecorrelatedJitter), base and max clamped as documented.
+// checkJitterBounds returns f's wait, failing t outside [0, max] ([base, max] for DecorrelatedJitter).
 func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, prev time.Duration, u float64) time.Duration {
 	t.Helper()
 	got := f(n, base, max, prev, u)
@@ -199,7 +181,7 @@ func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, pr
 	return got
 }
 
-// Every jitter is its documented formula (checkJitterSpec) at seeded random
+// Every jitter is its documented formula (checkJitterSpec), and pure, at seeded random
 // arguments, half at the edges and half from the whole range.
 func TestJitterSpec(t *testing.T) {
 	const top = math.MaxInt64
@@ -222,6 +204,9 @@ func TestJitterSpec(t *testing.T) {
 		for _, j := range jitters {
 			got := checkJitterBounds(t, j.name, j.f, n, base, max, prev, u)
 			checkJitterSpec(t, j.name, n, base, max, prev, u, got)
+			if again := j.f(n, base, max, prev, u); again != got {
+				t.Fatalf("%s(%d, %v, %v, %v, %v) = %v, then %v; want the same", j.name, n, base, max, prev, u, got, again)
+			}
 		}
 	}
 }
@@ -230,8 +215,7 @@ func TestJitterSpec(t *testing.T) {
 // overflow in base·2ⁿ would make it.
 func TestJitterMonotonic(t *testing.T) {
 	for _, base := range []time.Duration{1, time.Millisecond, 3 * time.Second, math.MaxInt64 / 5} {
-		max := time.Duration(math.MaxInt64)
-		prev := time.Duration(0)
+		max, prev := time.Duration(math.MaxInt64), time.Duration(0)
 		for n := range 200 {
 			got := NoJitter(n, base, max, 0, 0)
 			if got < prev {
@@ -277,25 +261,8 @@ func TestJitterEdges(t *testing.T) {
 	}
 }
 
-// The same arguments give the same wait.
-func TestJitterIsPure(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, j := range jitters {
-		for range 1000 {
-			n, u := r.IntN(70), r.Float64()
-			base := time.Duration(r.Int64N(int64(time.Second)))
-			max := base + time.Duration(r.Int64N(int64(time.Minute)))
-			prev := time.Duration(r.Int64N(int64(max) + 1))
-			if a, b := j.f(n, base, max, prev, u), j.f(n, base, max, prev, u); a != b {
-				t.Fatalf("%s(%d, %v, %v, %v, %v) = %v, then %v; want the same", j.name, n, base, max, prev, u, a, b)
-			}
-		}
-	}
-}
-
-// specArgs returns the arguments clamped as the Jitter doc says. With
-// specJitter, it is an oracle in exact math/big arithmetic that shares no
-// code with the package.
+// specArgs clamps the arguments as the Jitter doc says; with specJitter, an oracle in exact
+// math/big arithmetic that shares no code with the package.
 func specArgs(n int, base, max, prev time.Duration, u float64) (int, time.Duration, time.Duration, time.Duration, float64) {
 	if n < 0 {
 		n = 0

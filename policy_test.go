@@ -9,9 +9,8 @@ import (
 	"time"
 )
 
-// Validate accepts the zero Policy and half-set delays, and names the first
-// field out of range in Policy's order; Do returns the same error, calling
-// neither fn nor OnDone.
+// Validate accepts the zero Policy and half-set delays, and names the first field out of range
+// in Policy's order; Do returns the same error, calling neither fn nor OnDone.
 func TestValidate(t *testing.T) {
 	const prefix = "retry: invalid policy: "
 	tests := []struct {
