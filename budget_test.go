@@ -225,6 +225,9 @@ func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 		{"ctx cancelled during the wait", func(cancel context.CancelFunc) Policy {
 			return Policy{Sleeper: SleeperFunc(func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() })}
 		}, failOnce, 2, false, Canceled},
+		{"ctx cancelled during the default Sleeper's wait", func(cancel context.CancelFunc) Policy {
+			return Policy{BaseDelay: time.Hour, MaxDelay: time.Hour, OnRetry: func(context.Context, int, error, time.Duration) { cancel() }}
+		}, failOnce, 2, false, Canceled},
 		{"the Sleeper failed", func(context.CancelFunc) Policy {
 			return Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}
 		}, failOnce, 2, false, SleepFailed},
@@ -235,7 +238,7 @@ func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 		{"the Clock panicked after the wait", func(context.CancelFunc) Policy {
 			reads := 0
 			return Policy{Timeout: time.Hour, Sleeper: noSleep, Clock: ClockFunc(func() time.Time {
-				if reads++; reads == 3 { // the start, the failure, then the end of the wait
+				if reads++; reads == 4 { // the start, the decision, the wait's check, then the end of the wait
 					panic(errSleep)
 				}
 				return time.Now()
@@ -262,7 +265,7 @@ func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 			done := false
 			p.OnDone = func(context.Context, int, time.Duration, error) { done = true }
 			var recovered any
-			var err error
+			var err error // set unless Do panics
 			func() {
 				defer func() { recovered = recover() }()
 				err = Do(ctx, tt.fn, p)

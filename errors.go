@@ -10,9 +10,9 @@ import (
 	"unicode/utf8"
 )
 
-// RetryExhausted is the error Do returns when it stops although fn's last
-// error was not final. errors.Is and errors.As reach both Last and Cause
-// through it.
+// RetryExhausted is the error Do returns when it gives up before fn
+// succeeds, other than by returning fn's error as it is. errors.Is and
+// errors.As reach both Last and Cause through it.
 type RetryExhausted struct {
 	Attempts int           // calls of fn, the first included
 	Elapsed  time.Duration // from Do's call to giving up, on Policy.Clock
@@ -135,13 +135,14 @@ const (
 	// DeadlineReached means the call ran out of time: Policy.Timeout or
 	// ctx's deadline passed, or the next wait would not end before it,
 	// whether Do saw it coming or ctx's timer fired first. Cause reaches
-	// context.DeadlineExceeded, and the cause given to
+	// context.DeadlineExceeded and, when ctx is done, the cause given to
 	// context.WithDeadlineCause.
 	DeadlineReached
-	// Canceled means ctx was done for another reason than its deadline.
-	// When ctx is done as Do stops, the Reason is DeadlineReached or
-	// Canceled, whatever else stopped Do. Cause is ctx's error, and reaches
-	// the cause given to a context.CancelCauseFunc.
+	// Canceled means ctx was done for another reason than its deadline, or
+	// its Done channel closed while Err was nil. When ctx is done as Do
+	// stops, the Reason is DeadlineReached or Canceled, whatever else
+	// stopped Do. Cause is ctx's error, and reaches the cause given to a
+	// context.CancelCauseFunc.
 	Canceled
 	// HintTooLong means a hint asked for a wait above MaxDelay or one that
 	// would not end before a deadline.

@@ -75,9 +75,12 @@ func dependencyFailed(err error) bool {
 // ignores cancellations and refused requests, and once open fails calls
 // fast until its cooldown is over.
 func Example_breaker() {
-	ft := &fakeTime{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	b := &breaker{threshold: 2, cooldown: time.Minute, now: ft.Now}
-	p := retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // fake time keeps the example instant
+	clock := retry.ClockFunc(func() time.Time { return now })
+	sleep := retry.SleeperFunc(func(ctx context.Context, d time.Duration) error { now = now.Add(d); return ctx.Err() })
+	b := &breaker{threshold: 2, cooldown: time.Minute, now: clock}
+	p := retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: clock, Sleeper: sleep}
+	errUnavailable := errors.New("service unavailable")
 
 	attempts := 0
 	down := func(ctx context.Context) error { attempts++; return errUnavailable }
@@ -99,7 +102,7 @@ func Example_breaker() {
 		{context.Background(), up},       // a minute later: allowed again
 	} {
 		if i == 6 {
-			ft.now = ft.now.Add(time.Minute)
+			now = now.Add(time.Minute)
 		}
 		attempts = 0
 		err := callThroughBreaker(call.ctx, b, p, call.fn)

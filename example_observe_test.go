@@ -1,17 +1,12 @@
 package retry_test
 
-// The Example's own imports. The recipe's follow: from there to the
-// Example, this file is the README's recipe, which compiles on its own.
-import (
-	"errors"
-	"fmt"
-	"os"
-)
-
 import (
 	"context"
+	"errors"
 	"expvar"
+	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 	"time"
 
@@ -130,8 +125,11 @@ func ExamplePolicy_onDone() {
 		},
 	})
 	m := newCallSite()
-	ft := &fakeTime{} // fake time keeps the example instant and its output fixed
-	p := instrument(retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft},
+	var now time.Time // fake time keeps the example instant and its output fixed
+	clock := retry.ClockFunc(func() time.Time { return now })
+	sleep := retry.SleeperFunc(func(ctx context.Context, d time.Duration) error { now = now.Add(d); return ctx.Err() })
+	errUnavailable := errors.New("service unavailable")
+	p := instrument(retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: clock, Sleeper: sleep},
 		m, slog.New(requestIDHandler{text}))
 
 	failing := func(failures int, err error) func(context.Context) error {

@@ -25,7 +25,7 @@ import (
 // whose method is idempotent or that has an Idempotency-Key, and whose
 // body, if any, GetBody can rebuild (http.NewRequest sets GetBody for a
 // bytes.Reader, a bytes.Buffer or a strings.Reader). It sends any other
-// request once. Before each retry it reads at most maxDrain bytes of the
+// request once. Before each retry it reads at most 64 KiB of the
 // response it retries, and closes it. When it gives up on a status, at a
 // deadline too, it returns the last response, unread, as a client without
 // retries would: once ctx's deadline has passed, reading its body fails
@@ -58,7 +58,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	sent := 0
 	resp, err := retry.DoValue(req.Context(), func(ctx context.Context) (*http.Response, error) {
 		if last != nil { // Do retries it: drain it, so that its connection may serve this attempt
-			io.CopyN(io.Discard, last.Body, maxDrain)
+			io.CopyN(io.Discard, last.Body, 64<<10) // all of a short body, so that its connection serves again
 			last.Body.Close()
 			last = nil // only the last attempt's response may be returned
 		}
@@ -139,7 +139,7 @@ func Example_roundTripper() {
 		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
 			fmt.Printf("  attempt %d: %v; retrying in %v\n", attempt, err, wait)
 		},
-		Sleeper: noWait,
+		Sleeper: retry.SleeperFunc(func(context.Context, time.Duration) error { return nil }), // no real waits here
 	}}}
 	show := func(req *http.Request) {
 		resp, err := client.Do(req)

@@ -49,12 +49,9 @@ func (b *backoff) next(s schedule, base, maxDelay time.Duration, r *rand.Rand) t
 }
 
 // TestHerd answers "which jitter?" and "can retries make an outage
-// worse?". Many clients against one service: keep DecorrelatedJitter or
-// use FullJitter, which spread clients out and keep arrivals below
-// capacity after an outage. EqualJitter when each wait needs a floor;
-// NoJitter only for one client, or in tests. Share one Budget per
-// dependency, such as NewBudget(0.1, 10), so that retries cannot multiply
-// an outage.
+// worse?": DecorrelatedJitter or FullJitter for many clients, EqualJitter
+// for a floor on each wait, NoJitter for one client; and one Budget per
+// dependency, such as NewBudget(0.1, 10).
 func TestHerd(t *testing.T) {
 	t.Run("Contention", testContention)
 	t.Run("Recovery", testRecovery)
@@ -418,15 +415,11 @@ func background(maxDelay, timeout time.Duration) Policy {
 	return Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: maxDelay, Timeout: timeout}
 }
 
-// testPolicies: 1,000 goroutines call Do and fail together against a
-// server that serves 20 attempts a tick once the outage ends. The zero
-// Policy suits a request path: the median client's fifth attempt comes
-// 1.6s after its first. A fleet rides out an outage when its Timeout
-// exceeds the outage plus MaxDelay and MaxAttempts does not end it first.
-// Keep MaxDelay at least 3×BaseDelay, or part of the fleet gets the cap as
-// its first wait and returns in one tick. A Budget bounds retries but does
-// not spread them: shared by a fleet that fails together, it spends its
-// burst at once.
+// testPolicies: a fleet rides out an outage when its Timeout exceeds the
+// outage plus MaxDelay and MaxAttempts does not end it first. Below
+// 3×BaseDelay, a MaxDelay gives part of the fleet the cap as its first
+// wait, all in one tick. A shared Budget bounds retries but does not
+// spread them: a fleet that fails together spends its burst at once.
 func testPolicies(t *testing.T) {
 	const ms, s = time.Millisecond, time.Second
 	printf("\nPolicies: 1,000 clients in Do fail together at t=0; the server rejects all until the outage ends, then serves 20 a tick (1 tick = 1ms)\n")

@@ -50,10 +50,11 @@ func retryAfter(err error) time.Duration {
 //
 //	d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 //
-// Dates are read as net/http's ParseTime reads them, with time.Parse, so
-// unlike RFC 9110: a two-digit year is 19xx from 69 and 20xx below, a
-// second 60 is refused, an RFC 850 date must be in GMT, and a one-digit
-// hour, fractional seconds, runs of spaces and names in any case pass.
+// Dates are read with time.Parse in net/http's ParseTime's layouts, but an
+// RFC 850 date only in GMT. Unlike RFC 9110: a two-digit year is 19xx from
+// 69 and 20xx below, a second 60 is refused, and the day name is not
+// checked; a one-digit hour, fractional seconds, runs of spaces and names
+// in any case pass.
 func ParseRetryAfter(value string, now time.Time) (d time.Duration, ok bool) {
 	value = strings.Trim(value, " \t")
 	if value != "" && strings.Trim(value, "0123456789") == "" { // delay-seconds

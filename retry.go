@@ -37,7 +37,8 @@ var (
 // Do calls fn until it succeeds, fails with an error that must not be
 // retried, or p allows no more attempts. It returns nil, fn's error as it
 // is (when the error is marked with Permanent or p.IsRetryable rejects
-// it), or a *RetryExhausted that reaches fn's last error.
+// it, and ctx is not done), or a *RetryExhausted that reaches fn's last
+// error.
 //
 // Between attempts Do waits for what p.Jitter chooses, capped at
 // p.MaxDelay, and at least as long as a hint in fn's error (see After).
@@ -108,8 +109,8 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		hint := retryAfter(err)
 		wait = max(wait, hint)
 
-		// Check that it fits: MaxDelay, the deadline, then (in pause) the
-		// Budget. Call OnRetry, and sleep.
+		// Check that it fits the deadline and MaxDelay (a hint above MaxDelay
+		// names it), then, in pause, the Budget. Call OnRetry, and sleep.
 		stop := dl.fits(wait, hint)
 		switch {
 		case hint > p.MaxDelay: // the first limit that the server's hint broke
@@ -129,7 +130,7 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p Policy) (T, error) {
 	var v T
 	if fn == nil {
-		return v, errNilFunc
+		return v, Do(ctx, nil, p) // Do's error for the nil arguments
 	}
 	err := Do(ctx, func(ctx context.Context) (err error) {
 		v, err = fn(ctx)
@@ -266,7 +267,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func done(ctx context.Context, p *Policy, dl *deadline, attempts int, err error, stop *RetryExhausted) error {
 	var elapsed time.Duration
 	if stop != nil || p.OnDone != nil {
-		elapsed = max(p.Clock.Now().Sub(dl.start), 0)
+		elapsed = max(p.Clock.Now().Sub(dl.start), dl.at) // never less than a deadline that was seen to pass
 	}
 	if stop != nil {
 		if ctx.Err() != nil {

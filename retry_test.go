@@ -620,7 +620,8 @@ func TestDeadlineRaceEndsDeadlineReached(t *testing.T) {
 }
 
 // A Clock that goes back does not stretch a deadline, nor make Elapsed
-// negative; one that jumps forward by years passes it without overflow.
+// negative or less than a deadline seen to pass; one that jumps forward by
+// years passes it without overflow.
 func TestClockJumps(t *testing.T) {
 	const years = 200 * 365 * 24 * time.Hour
 	tests := []struct {
@@ -672,6 +673,17 @@ func TestClockJumps(t *testing.T) {
 		})
 	}
 	checkDo(t, Policy{MaxAttempts: 8, Timeout: time.Second}, doInput{failures: 100, callCost: -time.Hour})
+}
+
+// Elapsed is at least a deadline that Do saw pass, though the Clock then
+// went back: reads at 0, 2s (the deadline check), then 500ms.
+func TestElapsedCoversThePassedDeadline(t *testing.T) {
+	start, reads := time.Now(), []time.Duration{0, 2 * time.Second, time.Second / 2}
+	clock := ClockFunc(func() time.Time { d := reads[0]; reads = reads[min(1, len(reads)-1):]; return start.Add(d) })
+	err := Do(context.Background(), failOnce, Policy{Timeout: time.Second, Clock: clock})
+	if re := (*RetryExhausted)(nil); !errors.As(err, &re) || re.Reason != DeadlineReached || re.Elapsed != 2*time.Second {
+		t.Errorf("Do() = %v; want DeadlineReached in 2s", err)
+	}
 }
 
 // The clock is read once at the start, then only where a deadline, a hook
