@@ -65,7 +65,7 @@ func TestErrorMessage(t *testing.T) {
 		{"s rounded", rounded(1294999999), "retry: gave up after 2 attempts in 1.29s (max attempts reached)"},
 		{"rounded up", rounded(1295000000), "retry: gave up after 2 attempts in 1.3s (max attempts reached)"},
 		{"minutes rounded to the second", rounded(83456 * time.Millisecond), "retry: gave up after 2 attempts in 1m23s (max attempts reached)"},
-		{"hours rounded to the second", rounded(48*time.Hour + 499*time.Millisecond), "retry: gave up after 2 attempts in 48h0m0s (max attempts reached)"},
+		{"hours rounded up to the second", rounded(48*time.Hour - 400*time.Millisecond), "retry: gave up after 2 attempts in 48h0m0s (max attempts reached)"},
 		{"just below a minute", rounded(59940 * time.Millisecond), "retry: gave up after 2 attempts in 59.9s (max attempts reached)"},
 		{"ns kept", rounded(999), "retry: gave up after 2 attempts in 999ns (max attempts reached)"},
 		{"the longest", rounded(math.MaxInt64), "retry: gave up after 2 attempts in 2562047h47m16s (max attempts reached)"},
