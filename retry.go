@@ -155,6 +155,8 @@ type deadline struct {
 	timeout time.Duration // Policy.Timeout, which also ends fn's ctx
 }
 
+// newDeadline reads the clock for the start of Do, and picks the nearer
+// of the two deadlines, if there is one.
 func newDeadline(ctx context.Context, clock Clock, timeout time.Duration) deadline {
 	d := deadline{clock: clock, start: clock.Now(), timeout: timeout}
 	if timeout > 0 {
