@@ -197,23 +197,18 @@ func isPermanent(err error) bool {
 }
 
 // find reports whether match holds for an error in err's chain, which it
-// walks depth first, as errors.As does. A type switch, not errors.As,
-// keeps the walk free of reflection and allocation.
+// walks depth first, as errors.As does, without its reflection.
 func find(err error, match func(error) bool) bool {
 	for err != nil && !match(err) {
-		switch x := err.(type) {
-		case interface{ Unwrap() error }:
-			err = x.Unwrap()
-		case interface{ Unwrap() []error }:
+		if x, ok := err.(interface{ Unwrap() []error }); ok {
 			for _, err := range x.Unwrap() {
 				if find(err, match) {
 					return true
 				}
 			}
 			return false
-		default:
-			return false
 		}
+		err = errors.Unwrap(err)
 	}
 	return err != nil
 }

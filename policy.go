@@ -116,9 +116,6 @@ func (p *Policy) prepare() error {
 		p.Rand = rand.Float64
 	}
 	clock, isClockFunc := p.Clock.(ClockFunc)
-	if p.Clock == nil {
-		p.Clock = ClockFunc(time.Now)
-	}
 	sleeper, isSleeperFunc := p.Sleeper.(SleeperFunc)
 	switch {
 	case p.MaxAttempts < 0:

@@ -73,7 +73,8 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		}
 		return err
 	}
-	dl := newDeadline(ctx, p.Clock, p.Timeout)
+	dl := deadline{clock: p.Clock, timeout: p.Timeout}
+	dl.begin(ctx)
 	if p.Budget != nil {
 		p.Budget.earn()
 	}
@@ -155,17 +156,24 @@ type deadline struct {
 	timeout time.Duration // Policy.Timeout, which also ends fn's ctx
 }
 
-// newDeadline reads the clock for the start of Do, and picks the nearer
-// of the two deadlines, if there is one.
-func newDeadline(ctx context.Context, clock Clock, timeout time.Duration) deadline {
-	d := deadline{clock: clock, start: clock.Now(), timeout: timeout}
-	if timeout > 0 {
-		d.end, d.name = timeout, timeoutName
+// begin reads the clock for the start of Do, and picks the nearer of the
+// two deadlines, if there is one.
+func (d *deadline) begin(ctx context.Context) {
+	d.start = d.now()
+	if d.timeout > 0 {
+		d.end, d.name = d.timeout, timeoutName
 	}
 	if t, ok := ctx.Deadline(); ok && (d.name == "" || t.Sub(d.start) < d.end) { // on a tie, Policy.Timeout is named
 		d.end, d.name = t.Sub(d.start), ctxDeadlineName
 	}
-	return d
+}
+
+// now reads Policy.Clock, or the real clock if there is none.
+func (d *deadline) now() time.Time {
+	if d.clock == nil {
+		return time.Now()
+	}
+	return d.clock.Now()
 }
 
 // call calls fn once, with a ctx that also ends at Policy.Timeout and at
@@ -194,7 +202,7 @@ func (d *deadline) fits(wait, hint time.Duration) *RetryExhausted {
 	if d.name == "" {
 		return nil
 	}
-	d.at = max(d.at, d.clock.Now().Sub(d.start)) // a Clock that went back must not stretch the deadline
+	d.at = max(d.at, d.now().Sub(d.start)) // a Clock that went back must not stretch the deadline
 	left := d.end - d.at
 	switch { // in this order: a hint, which the server asked for, wins over the jitter
 	case left <= 0:
@@ -225,9 +233,9 @@ func pause(ctx context.Context, p *Policy, dl *deadline, attempt int, err error,
 		refund = true
 	}
 	if p.OnRetry != nil {
-		before := p.Clock.Now()
+		before := dl.now()
 		p.OnRetry(ctx, attempt, err, wait)
-		wait -= max(p.Clock.Now().Sub(before), 0)
+		wait -= max(dl.now().Sub(before), 0)
 	}
 	var serr error
 	if p.Sleeper != nil {
@@ -269,7 +277,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func done(ctx context.Context, p *Policy, dl *deadline, attempts int, err error, stop *RetryExhausted) error {
 	var elapsed time.Duration
 	if stop != nil || p.OnDone != nil {
-		elapsed = max(p.Clock.Now().Sub(dl.start), dl.at) // never less than a deadline that was seen to pass
+		elapsed = max(dl.now().Sub(dl.start), dl.at) // never less than a deadline that was seen to pass
 	}
 	if stop != nil {
 		if ctx.Err() != nil {
