@@ -34,7 +34,7 @@ func TestDoHonoursHints(t *testing.T) {
 			waits: []time.Duration{5 * time.Second, 5 * time.Second}, want: MaxAttemptsReached},
 		{name: "hint shorter than the jitter", err: After(time.Millisecond, errBoom), p: Policy{MaxAttempts: 2},
 			waits: []time.Duration{100 * time.Millisecond}, want: MaxAttemptsReached},
-		{name: "1ns hint over a jitter of 0", err: hintErr(1), p: Policy{MaxAttempts: 2, Jitter: FullJitter},
+		{name: "1ns hint over a jitter of 0 and a deeper 2s hint", err: After(1, hintErr(2*time.Second)), p: Policy{MaxAttempts: 2, Jitter: FullJitter},
 			waits: []time.Duration{1}, want: MaxAttemptsReached},
 		{name: "zero hint", err: hintErr(0), p: Policy{MaxAttempts: 2},
 			waits: []time.Duration{100 * time.Millisecond}, want: MaxAttemptsReached},
