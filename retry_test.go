@@ -1083,17 +1083,22 @@ func (c ownDone) Done() <-chan struct{} { return c.done }
 // Do starts no goroutine of its own; context.WithTimeout starts one for an
 // attempt, ending with it, only for a ctx whose Done package context did not make.
 func TestGoroutines(t *testing.T) {
-	// watchers counts the goroutines that context starts to watch a parent it does not know.
-	watchers := func() int {
-		buf := make([]byte, 1<<20)
-		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "context.(*cancelCtx).propagateCancel.func")
+	// started counts the goroutines alive that the calling goroutine started,
+	// by their stacks' "created by ... in goroutine N" lines.
+	started := func() int {
+		buf := make([]byte, 64)
+		id := strings.Fields(string(buf[:runtime.Stack(buf, false)]))[1] // "goroutine N [running]:"
+		for buf = make([]byte, 1<<16); len(buf) == runtime.Stack(buf, true); {
+			buf = make([]byte, 2*len(buf))
+		}
+		return strings.Count(string(buf), " in goroutine "+id+"\n")
 	}
-	// settled waits for the watchers of attempts that ended to exit, and returns how many are left.
+	// settled waits for the goroutines of attempts that ended to exit, and returns how many are left.
 	settled := func() int {
-		for i := 0; i < 10000 && watchers() > 0; i++ {
+		for i := 0; i < 10000 && started() > 0; i++ {
 			runtime.Gosched()
 		}
-		return watchers()
+		return started()
 	}
 	own := func() context.Context { return ownDone{context.Background(), make(chan struct{})} }
 	tests := []struct {
@@ -1110,26 +1115,20 @@ func TestGoroutines(t *testing.T) {
 		{"AttemptTimeout, own Done", own(), newFakeTime().with(Policy{AttemptTimeout: time.Hour}), 0, 1},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if n := settled(); n != 0 {
-				t.Fatalf("goroutines watching a ctx before Do = %d; want 0", n)
-			}
-			// only a rise is Do's: other tests' goroutines may still be ending
-			before := runtime.NumGoroutine()
+		t.Run(tt.name, func(t *testing.T) { // Do runs in this goroutine, which started nothing before
 			var during []int
-			count := func() { during = append(during, runtime.NumGoroutine()-before, watchers()) }
 			p := tt.p
-			p.OnRetry = func(context.Context, int, error, time.Duration) { count() }
+			p.OnRetry = func(context.Context, int, error, time.Duration) { during = append(during, started()) }
 			fn := &flaky{n: tt.failures, err: errBoom}
-			Do(tt.ctx, func(ctx context.Context) error { count(); return fn.call(ctx) }, p)
-			for i, n := range during {
-				if i%2 == 0 && n > tt.want || i%2 == 1 && n != tt.want {
-					t.Errorf("new goroutines, watchers during Do = %v; want at most %d, exactly %d throughout", during, tt.want, tt.want)
+			Do(tt.ctx, func(ctx context.Context) error { during = append(during, started()); return fn.call(ctx) }, p)
+			for _, n := range during {
+				if n != tt.want {
+					t.Errorf("goroutines Do started, at each attempt and wait = %v; want %d throughout", during, tt.want)
 					break
 				}
 			}
 			if n := settled(); n != 0 {
-				t.Errorf("goroutines watching Do's ctx after Do = %d; want 0", n)
+				t.Errorf("goroutines Do started, after Do = %d; want 0", n)
 			}
 		})
 	}
