@@ -12,22 +12,24 @@ import (
 var ErrBudgetExhausted = errors.New("retry: retry budget exhausted")
 
 // tokenScale is the fixed-point unit of a Budget's balance: one token is
-// a million units, so that a fractional ratio is kept exactly enough in an
+// a million units, so that a ratio to six decimals is kept exactly in an
 // int64 that atomic operations can update without a lock. Each deposit is
-// ratio rounded down to a whole unit, so that retries stay within
-// ratio × calls + burst; a ratio below 0.000001 earns nothing.
+// ratio in whole units: the nearest when ratio lies within 1e-9 of a
+// millionth, since a float64 holds 0.000249 as 248.99999999999997 units,
+// and rounded down otherwise, so that retries stay within the bound that
+// Budget states; a ratio below 0.000001 earns nothing.
 const tokenScale = 1_000_000
 
 // A Budget caps retries at a share of calls, across all the Do calls that
 // use it, so that retries cannot multiply the load on a service that is
 // already down.
 //
-// Each Do call deposits ratio tokens, up to a balance of burst, and each
-// retry takes one token once the wait has passed every other check. The
-// token comes back if fn is not called again after all: Do stopped during
-// the wait, or a panic in OnRetry, the Sleeper or the Clock unwound it.
-// With less than one token, Do gives up with ErrBudgetExhausted. So
-// retries number at most ratio × calls + burst.
+// Each Do call that calls fn deposits ratio tokens (see NewBudget), up to
+// a balance of burst, and each retry takes one token once the wait has
+// passed every other check. The token comes back if fn is not called again
+// after all: Do stopped during the wait, or a panic in OnRetry, the
+// Sleeper or the Clock unwound it. With less than one token, Do gives up
+// with ErrBudgetExhausted. So retries number at most ratio × calls + burst.
 //
 // A Budget is safe for concurrent use, and takes no lock. The zero Budget
 // is invalid: make one with NewBudget.
@@ -38,8 +40,10 @@ type Budget struct {
 }
 
 // NewBudget returns a full Budget that earns ratio tokens per Do call and
-// holds at most burst tokens. ratio must be in [0, 1] and burst at least
-// 1, or a Policy with the Budget is invalid. NewBudget(0.1, 10) lets
+// holds at most burst tokens. ratio must be in [0, 1], and counts to the
+// millionth: rounded down, or to the nearest within 1e-9 (0.000249 is
+// exact). burst must be from 1 to math.MaxInt64/1e6, or a Policy with the
+// Budget is invalid. NewBudget(0.1, 10) lets
 // retries add 10% to the load, after a burst of 10.
 func NewBudget(ratio float64, burst int) *Budget {
 	b := &Budget{}
@@ -51,7 +55,11 @@ func NewBudget(ratio float64, burst int) *Budget {
 	case burst > math.MaxInt64/tokenScale:
 		b.err = fmt.Errorf("%w: NewBudget burst is %d; want at most %d", ErrInvalidPolicy, burst, math.MaxInt64/tokenScale)
 	default:
-		b.deposit = int64(math.Floor(ratio * tokenScale)) // down, or the bound would not hold
+		units := math.Round(ratio * tokenScale)
+		if math.Abs(ratio*tokenScale-units) > 1e-9*tokenScale { // not within 1e-9 of a millionth
+			units = math.Floor(ratio * tokenScale) // down, or the bound would not hold
+		}
+		b.deposit = int64(units)
 		b.capacity = int64(burst) * tokenScale
 		b.balance.Store(b.capacity)
 	}

@@ -46,6 +46,41 @@ func TestNewBudgetRejectsBadArguments(t *testing.T) {
 	}
 }
 
+// A Budget earns ratio to the millionth per Do call that calls fn: each
+// ratio written with six decimals exactly, one between two millionths the
+// lower, unless within 1e-9 of the upper. A Do whose ctx is already done
+// earns nothing.
+func TestBudgetDeposit(t *testing.T) {
+	for k := int64(0); k <= tokenScale; k++ {
+		if got := NewBudget(float64(k)/1e6, 1).deposit; got != k { // the float64 nearest k/10⁶, as a literal gives
+			t.Fatalf("NewBudget(%v, 1) earns %d millionths per call; want %d", float64(k)/1e6, got, k)
+		}
+	}
+	deposit := func(ratio float64, ctx context.Context) int64 {
+		b := NewBudget(ratio, 1)
+		b.balance.Store(0)
+		Do(ctx, func(context.Context) error { return nil }, Policy{Budget: b})
+		return b.balance.Load()
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		ratio float64
+		ctx   context.Context
+		want  int64
+	}{
+		{0.000249 + 2e-9, context.Background(), 249},
+		{0.000250 - 2e-9, context.Background(), 249},
+		{0.000250 - 0.5e-9, context.Background(), 250},
+		{0.5, done, 0},
+	}
+	for _, tt := range tests {
+		if got := deposit(tt.ratio, tt.ctx); got != tt.want {
+			t.Errorf("NewBudget(%v, 1) earns %d millionths in a Do with ctx.Err() = %v; want %d", tt.ratio, got, tt.ctx.Err(), tt.want)
+		}
+	}
+}
+
 // Once the Budget is spent, Do gives up with BudgetExhausted and does not wait.
 func TestBudgetExhausted(t *testing.T) {
 	ft := newFakeTime()
