@@ -76,6 +76,9 @@ const (
 func (e *RetryExhausted) why() string {
 	why := e.Reason.String()
 	wait, limit := round(e.wait).String(), round(e.limit).String()
+	if wait == limit { // rounded, a wait above its limit would read as equal to it
+		wait, limit = e.wait.String(), e.limit.String()
+	}
 	switch {
 	case e.limitName == maxDelayName:
 		return why + ": " + wait + ", above MaxDelay " + limit
@@ -139,10 +142,8 @@ const (
 	// context.WithDeadlineCause.
 	DeadlineReached
 	// Canceled means ctx was done for another reason than its deadline, or
-	// its Done channel closed while Err was nil. When ctx is done as Do
-	// stops, the Reason is DeadlineReached or Canceled, whatever else
-	// stopped Do. Cause is ctx's error, and reaches the cause given to a
-	// context.CancelCauseFunc.
+	// its Done channel closed while Err was nil. Cause is ctx's error, and
+	// reaches the cause given to a context.CancelCauseFunc.
 	Canceled
 	// HintTooLong means a hint asked for a wait above MaxDelay or one that
 	// would not end before a deadline.
@@ -188,29 +189,30 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-// isPermanent reports whether err's chain has the mark of Permanent.
-func isPermanent(err error) bool {
-	return find(err, func(err error) bool {
-		_, ok := err.(*permanentError)
-		return ok
-	})
-}
-
-// find reports whether match holds for an error in err's chain, which it
-// walks depth first, as errors.As does, without its reflection.
-func find(err error, match func(error) bool) bool {
-	for err != nil && !match(err) {
-		if x, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, err := range x.Unwrap() {
-				if find(err, match) {
-					return true
+// inspect walks err's chain once, depth first as errors.As does, and
+// reports whether it has the mark of Permanent, and the first positive
+// hint of a RetryAfter method in it, or hint, found before, if positive.
+func inspect(err error, hint time.Duration) (permanent bool, _ time.Duration) {
+	for err != nil {
+		switch e := err.(type) {
+		case *permanentError:
+			return true, hint
+		case interface{ RetryAfter() time.Duration }:
+			if hint == 0 {
+				hint = max(e.RetryAfter(), 0)
+			}
+		}
+		if errs, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, err := range errs.Unwrap() {
+				if permanent, hint = inspect(err, hint); permanent {
+					break
 				}
 			}
-			return false
+			return permanent, hint
 		}
 		err = errors.Unwrap(err)
 	}
-	return err != nil
+	return false, hint
 }
 
 var errBrokenCtx = errors.New("retry: ctx.Done was closed while ctx.Err was nil")

@@ -73,6 +73,12 @@ func TestErrorMessage(t *testing.T) {
 			gaveUp2 + "(deadline reached: context deadline exceeded)"},
 		{"hint above MaxDelay", gaveUp(Policy{MaxDelay: 10 * time.Second}, 0, 2*time.Minute),
 			gaveUp1 + "(retry-after hint too long: 2m0s, above MaxDelay 10s): slow down"},
+		{"hint above MaxDelay that rounds to it", gaveUp(Policy{MaxDelay: 2 * time.Second}, 0, 2001*time.Millisecond),
+			gaveUp1 + "(retry-after hint too long: 2.001s, above MaxDelay 2s): slow down"},
+		{"hint that rounds to the time left", gaveUp(Policy{Timeout: 5 * time.Second}, 0, 3500400*time.Microsecond),
+			gaveUp1 + "(retry-after hint too long: 3.5004s, with 3.5s left before Policy.Timeout): slow down"},
+		{"wait that rounds to the time left", gaveUp(Policy{BaseDelay: base, Timeout: 1500*time.Millisecond + 1234500*time.Microsecond}, 0, 0),
+			gaveUp1 + "(deadline reached: next wait 1.234567891s, with 1.2345s left before Policy.Timeout): slow down"},
 		{"hint past Policy.Timeout", gaveUp(Policy{Timeout: 5 * time.Second}, 0, 4*time.Second),
 			gaveUp1 + "(retry-after hint too long: 4s, with 3.5s left before Policy.Timeout): slow down"},
 		{"hint past ctx's deadline", gaveUp(Policy{}, 5*time.Second, 4*time.Second),
@@ -174,8 +180,8 @@ func TestPermanent(t *testing.T) {
 	if !errors.Is(err, inner) || !errors.As(err, &ce) || ce != inner || err.Error() != "post: bad request" {
 		t.Errorf("Permanent: errors.Is, errors.As, Error() = %v, %v, %q; want true, true, %q", errors.Is(err, inner), ce, err, "post: bad request")
 	}
-	if isPermanent(errors.Join(unwrapsToNil{}, errBoom)) {
-		t.Errorf("isPermanent(a chain without the mark) = true; want false")
+	if permanent, _ := inspect(errors.Join(unwrapsToNil{}, errBoom), 0); permanent {
+		t.Errorf("inspect(a chain without the mark) = true; want false")
 	}
 }
 

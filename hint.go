@@ -30,18 +30,6 @@ func (e *afterError) Error() string             { return e.err.Error() }
 func (e *afterError) Unwrap() error             { return e.err }
 func (e *afterError) RetryAfter() time.Duration { return e.d }
 
-// retryAfter returns the first positive RetryAfter hint in err's chain, or 0.
-func retryAfter(err error) time.Duration {
-	var hint time.Duration
-	find(err, func(err error) bool {
-		if h, ok := err.(interface{ RetryAfter() time.Duration }); ok {
-			hint = max(h.RetryAfter(), 0)
-		}
-		return hint > 0
-	})
-	return hint
-}
-
 // ParseRetryAfter returns the wait that an HTTP Retry-After header's value
 // asks for: a number of seconds, or an HTTP-date measured from now. ok
 // reports whether the value is valid; it is false, with d 0, for an

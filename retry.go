@@ -36,18 +36,22 @@ var (
 
 // Do calls fn until it succeeds, fails with an error that must not be
 // retried, or p allows no more attempts. It returns nil, fn's error as it
-// is (when the error is marked with Permanent or p.IsRetryable rejects
-// it, and ctx is not done), or a *RetryExhausted that reaches fn's last
-// error.
+// is, or a *RetryExhausted that reaches fn's last error.
 //
 // Between attempts Do waits for what p.Jitter chooses, capped at
 // p.MaxDelay, and at least as long as a hint in fn's error (see After).
-// It stops, without a last useless wait, when fn has been called
-// p.MaxAttempts times, when p.Timeout or ctx's deadline has passed or the
-// next wait would not end before it, when ctx is cancelled, when a hint
-// is too long, when p.Sleeper fails, or when p.Budget has no token. The
-// Reason says which; when ctx is done as Do stops, it is DeadlineReached
-// or Canceled, whatever else stopped Do.
+// Once fn has been called, Do returns the first of these that holds,
+// checking ctx and the deadline after p's functions and the methods of
+// fn's error run:
+//
+//  1. fn succeeded: nil;
+//  2. ctx is done: Canceled, or DeadlineReached for its deadline;
+//  3. fn's error is marked with Permanent: that error as it is;
+//  4. p.Timeout or ctx's deadline has passed on p.Clock: DeadlineReached;
+//  5. p.IsRetryable refuses fn's error: that error as it is;
+//  6. MaxAttemptsReached; HintTooLong, for a hint above p.MaxDelay or past
+//     the deadline; DeadlineReached, for a wait past it; BudgetExhausted;
+//     SleepFailed if p.Sleeper failed, even as the deadline passed.
 //
 // fn's ctx ends at ctx's deadline, at p.Timeout after Do was called and at
 // p.AttemptTimeout after the attempt began, whichever comes first; Do's
@@ -82,45 +86,33 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	for attempt := 1; ; attempt++ {
 		// Call fn.
 		err := dl.call(ctx, fn, p.AttemptTimeout)
-
-		// Decide, in this order: a done ctx and a passed deadline are Do's
-		// to report, whatever fn's error and the predicate say.
 		if err == nil {
-			return done(ctx, &p, &dl, attempt, nil, nil)
+			return end(ctx, &p, &dl, attempt, nil, false, nil)
 		}
-		if ctx.Err() != nil {
-			return done(ctx, &p, &dl, attempt, err, interrupted(ctx))
-		}
-		if isPermanent(err) {
-			return done(ctx, &p, &dl, attempt, err, nil)
-		}
-		if stop := dl.fits(0, 0); stop != nil {
-			return done(ctx, &p, &dl, attempt, err, stop)
-		}
-		if p.IsRetryable != nil && !p.IsRetryable(err) {
-			return done(ctx, &p, &dl, attempt, err, nil)
+
+		// Decide whether to retry: rules 2 to 6 of Do's doc, which end
+		// tells apart (it checks them again, since the user's code runs here).
+		permanent, hint := inspect(err, 0)
+		if ctx.Err() != nil || permanent || dl.passed() || p.IsRetryable != nil && !p.IsRetryable(err) {
+			return end(ctx, &p, &dl, attempt, err, permanent, nil)
 		}
 		if attempt >= p.MaxAttempts {
-			return done(ctx, &p, &dl, attempt, err, &RetryExhausted{Reason: MaxAttemptsReached})
+			return end(ctx, &p, &dl, attempt, err, false, &RetryExhausted{Reason: MaxAttemptsReached})
 		}
 
 		// Choose the wait: the jitter's, raised by a hint for this wait only.
 		wait := min(max(p.Jitter(attempt-1, p.BaseDelay, p.MaxDelay, prev, unit(p.Rand())), 0), p.MaxDelay)
 		prev = wait
-		hint := retryAfter(err)
 		wait = max(wait, hint)
 
-		// Check that it fits the deadline and MaxDelay (a hint above MaxDelay
-		// names it), then, in pause, the Budget. Call OnRetry, and sleep.
-		stop := dl.fits(wait, hint)
-		switch {
-		case hint > p.MaxDelay: // the first limit that the server's hint broke
-			stop = overrun(HintTooLong, hint, p.MaxDelay, maxDelayName)
-		case stop == nil:
-			stop = pause(ctx, &p, &dl, attempt, err, wait)
+		// Check that it fits MaxDelay and the deadline; then, in pause,
+		// take a Budget token, call OnRetry, sleep, and check the deadline
+		// again.
+		if stop := dl.fits(wait, hint, p.MaxDelay); stop != nil {
+			return end(ctx, &p, &dl, attempt, err, false, stop)
 		}
-		if stop != nil {
-			return done(ctx, &p, &dl, attempt, err, stop)
+		if stop, why := pause(ctx, &p, &dl, attempt, err, wait); stop {
+			return end(ctx, &p, &dl, attempt, err, false, why)
 		}
 	}
 }
@@ -194,19 +186,34 @@ func (d *deadline) call(ctx context.Context, fn func(context.Context) error, att
 	return fn(ctx)
 }
 
-// fits reads the clock and says why a wait, at least as long as hint,
-// cannot be made: the deadline has passed, or the hint or the wait would
-// not end before it. It returns nil if the wait fits or there is no
-// deadline.
-func (d *deadline) fits(wait, hint time.Duration) *RetryExhausted {
+// read reads the clock and returns the time since Do started.
+func (d *deadline) read() time.Duration {
+	d.at = max(d.at, d.now().Sub(d.start)) // a Clock that went back must not stretch the deadline
+	return d.at
+}
+
+// passed reads the clock, if there is a deadline, and reports whether the
+// deadline has passed.
+func (d *deadline) passed() bool {
+	return d.name != "" && d.read() >= d.end
+}
+
+// fits says which limit a wait, at least as long as hint, would break: a
+// hint above maxDelay, or a hint or a wait that would not end before the
+// deadline (or any, once it has passed; end reports that). It returns nil
+// if the wait fits. It reads the clock if there is a deadline.
+func (d *deadline) fits(wait, hint, maxDelay time.Duration) *RetryExhausted {
+	if hint > maxDelay { // the first limit that the server's hint broke
+		return overrun(HintTooLong, hint, maxDelay, maxDelayName)
+	}
 	if d.name == "" {
 		return nil
 	}
-	d.at = max(d.at, d.now().Sub(d.start)) // a Clock that went back must not stretch the deadline
-	left := d.end - d.at
+	var left time.Duration // 0 once the deadline has passed, which end reports
+	if at := d.read(); at < d.end {
+		left = d.end - at // compared first: end-at overflows for a Clock far past the deadline
+	}
 	switch { // in this order: a hint, which the server asked for, wins over the jitter
-	case left <= 0:
-		return overrun(DeadlineReached, 0, left, d.name)
 	case hint >= left:
 		return overrun(HintTooLong, hint, left, d.name)
 	case wait >= left:
@@ -215,11 +222,12 @@ func (d *deadline) fits(wait, hint time.Duration) *RetryExhausted {
 	return nil
 }
 
-// pause takes a Budget token for the retry, calls OnRetry, sleeps until
-// the wait chosen for the attempt ends, and checks that the deadline did
-// not pass meanwhile. The wait counts from when it was chosen, so time
-// spent in OnRetry comes off the sleep.
-func pause(ctx context.Context, p *Policy, dl *deadline, attempt int, err error, wait time.Duration) *RetryExhausted {
+// pause takes a Budget token for the retry, calls OnRetry, and sleeps
+// until the wait chosen for the attempt ends. It reports whether Do must
+// stop: why is what stopped the retry (nil if ctx ended it or the
+// deadline passed meanwhile, which end names). The wait counts from when
+// it was chosen, so time spent in OnRetry comes off the sleep.
+func pause(ctx context.Context, p *Policy, dl *deadline, attempt int, err error, wait time.Duration) (stop bool, why *RetryExhausted) {
 	refund := false // whether a token was taken for a retry that has not happened
 	defer func() {  // deferred, so that a panic in OnRetry, the Sleeper or the Clock gives it back too
 		if refund {
@@ -228,30 +236,26 @@ func pause(ctx context.Context, p *Policy, dl *deadline, attempt int, err error,
 	}()
 	if p.Budget != nil {
 		if !p.Budget.spend() {
-			return &RetryExhausted{Reason: BudgetExhausted, Cause: ErrBudgetExhausted}
+			return true, &RetryExhausted{Reason: BudgetExhausted, Cause: ErrBudgetExhausted}
 		}
 		refund = true
 	}
 	if p.OnRetry != nil {
-		before := dl.now()
+		before := dl.read()
 		p.OnRetry(ctx, attempt, err, wait)
-		wait -= max(dl.now().Sub(before), 0)
+		wait -= dl.read() - before
 	}
-	var serr error
+	late := dl.name != "" && dl.at >= dl.end // the deadline passed before the sleep, in OnRetry
 	if p.Sleeper != nil {
-		serr = p.Sleeper.Sleep(ctx, max(wait, 0))
+		if serr := p.Sleeper.Sleep(ctx, max(wait, 0)); serr != nil && !late {
+			why = &RetryExhausted{Reason: SleepFailed, Cause: serr}
+		}
 	} else if sleep(ctx, wait) {
-		return interrupted(ctx) // ctx.Done closed, even with a nil Err: ctx broke its contract; stop all the same
+		why = interrupted(ctx) // even if ctx.Done closed with a nil Err: ctx broke its contract; stop all the same
 	}
-	stop := dl.fits(0, 0) // a slow OnRetry or a late Sleeper may have run past the deadline
-	switch {
-	case ctx.Err() != nil:
-		stop = interrupted(ctx)
-	case serr != nil:
-		stop = &RetryExhausted{Reason: SleepFailed, Cause: serr}
-	}
-	refund = refund && stop != nil // with no stop, fn is called next: the retry happens
-	return stop
+	stop = why != nil || ctx.Err() != nil || dl.passed() // a slow OnRetry or a late Sleeper may have run past the deadline
+	refund = refund && stop                              // with no stop, fn is called next: the retry happens
+	return stop, why
 }
 
 // sleep is the default Sleeper: it waits for d, and reports whether
@@ -270,19 +274,31 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// done returns what Do returns, and calls OnDone with it first: err as fn
-// returned it, or stop with the attempts, the time they took and fn's last
-// error. When ctx is done as Do stops, the caller's state wins over
-// whatever else stopped Do.
-func done(ctx context.Context, p *Policy, dl *deadline, attempts int, err error, stop *RetryExhausted) error {
+// end returns what Do returns when it stops after attempts calls of fn,
+// err being the last one's error, and calls OnDone with it first. stop is
+// what Do's checks found (nil: fn's error as it is). end decides the
+// answer by the rules of Do's doc, checking ctx and the deadline again,
+// since the user's code may have run since Do checked them: ctx done wins,
+// then the mark of Permanent, then a passed deadline, then stop.
+func end(ctx context.Context, p *Policy, dl *deadline, attempts int, err error, permanent bool, stop *RetryExhausted) error {
 	var elapsed time.Duration
-	if stop != nil || p.OnDone != nil {
-		elapsed = max(dl.now().Sub(dl.start), dl.at) // never less than a deadline that was seen to pass
+	read := false // whether elapsed holds a reading of the clock made here
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		stop = interrupted(ctx)
+	case permanent: // and stop is nil
+	case stop != nil && (stop.Reason == SleepFailed || stop.Reason == Canceled): // the Sleeper's own error, or a Done closed with a nil Err
+	case dl.name != "":
+		elapsed, read = dl.read(), true
+		if elapsed >= dl.end {
+			stop = overrun(DeadlineReached, 0, 0, dl.name)
+		}
+	}
+	if !read && (stop != nil || p.OnDone != nil) {
+		elapsed = dl.read() // never less than a deadline that was seen to pass
 	}
 	if stop != nil {
-		if ctx.Err() != nil {
-			stop = interrupted(ctx)
-		}
 		stop.Attempts, stop.Elapsed, stop.Last = attempts, elapsed, err
 		err = stop
 	}

@@ -264,6 +264,9 @@ func TestCtxDoneReason(t *testing.T) {
 			func(call) func(context.Context) error {
 				return func(context.Context) error { return After(time.Hour, errBoom) }
 			}, Canceled, []error{context.Canceled, errBoom}, shutdown, 0},
+		{"cancelled in IsRetryable, which refuses", cancelled,
+			func(c call) Policy { return Policy{IsRetryable: func(error) bool { c.cancel(); return false }} },
+			fails, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 0},
 		{"cancelled in IsRetryable, with no Budget left", cancelled,
 			func(c call) Policy {
 				b := NewBudget(0, 1)
@@ -318,41 +321,69 @@ func TestCtxDoneReason(t *testing.T) {
 	}
 }
 
-// When a deadline has passed as fn fails, Do reports it whatever the
-// predicate says; a Permanent error is still returned as it is.
+// When a deadline has passed as fn fails, or while the predicate runs, Do
+// reports it whatever the predicate and a hint say; a Permanent error is
+// still returned as it is.
 func TestDeadlineBeforeThePredicate(t *testing.T) {
 	errFinal := errors.New("final")
 	permFinal := Permanent(errFinal)
 	refuse := func(error) bool { return false }
 	tests := []struct {
-		name       string
-		p          Policy
-		ctxTimeout time.Duration
-		err        error // fn's error, returned after the call took 2s
-		want       error // nil: a DeadlineReached, with err as Last
+		name        string
+		p           Policy
+		ctxTimeout  time.Duration
+		err         error // fn's error
+		inPredicate bool  // whether the 2s pass in IsRetryable (true if p's is nil) rather than in fn
+		want        error // nil: a DeadlineReached, with err as Last
 	}{
 		{"Timeout, a timeout refused by IsRetryable", Policy{Timeout: time.Second, IsRetryable: func(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }},
-			0, context.DeadlineExceeded, nil},
-		{"Timeout, every error refused", Policy{Timeout: time.Second, IsRetryable: refuse}, 0, errFinal, nil},
-		{"ctx deadline, every error refused", Policy{IsRetryable: refuse}, time.Second, errFinal, nil},
-		{"Timeout, Permanent", Policy{Timeout: time.Second}, 0, permFinal, permFinal},
-		{"before the Timeout, refused", Policy{Timeout: time.Hour, IsRetryable: refuse}, 0, errFinal, errFinal},
+			0, context.DeadlineExceeded, false, nil},
+		{"Timeout, every error refused", Policy{Timeout: time.Second, IsRetryable: refuse}, 0, errFinal, false, nil},
+		{"ctx deadline, every error refused", Policy{IsRetryable: refuse}, time.Second, errFinal, false, nil},
+		{"Timeout, Permanent", Policy{Timeout: time.Second}, 0, permFinal, false, permFinal},
+		{"before the Timeout, refused", Policy{Timeout: time.Hour, IsRetryable: refuse}, 0, errFinal, false, errFinal},
+		{"Timeout passes in IsRetryable, which refuses", Policy{Timeout: time.Second, IsRetryable: refuse}, 0, errFinal, true, nil},
+		{"ctx deadline passes on Clock in IsRetryable, which refuses", Policy{IsRetryable: refuse}, time.Second, errFinal, true, nil},
+		{"Timeout passes in IsRetryable, hint above MaxDelay", Policy{Timeout: time.Second, MaxDelay: time.Second}, 0, After(time.Minute, errFinal), true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
 			calls := 0
+			p := ft.with(tt.p)
+			if tt.inPredicate {
+				p.IsRetryable = func(err error) bool {
+					ft.advance(2 * time.Second)
+					return tt.p.IsRetryable == nil || tt.p.IsRetryable(err)
+				}
+			}
 			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), func(context.Context) error {
-				calls++
-				ft.advance(2 * time.Second)
+				if calls++; !tt.inPredicate {
+					ft.advance(2 * time.Second)
+				}
 				return tt.err
-			}, ft.with(tt.p))
+			}, p)
 			var re *RetryExhausted
 			if tt.want != nil && err != tt.want || tt.want == nil && (!errors.As(err, &re) || re.Reason != DeadlineReached ||
 				re.Attempts != 1 || re.Last != tt.err || !errors.Is(err, context.DeadlineExceeded)) || calls != 1 {
 				t.Errorf("Do() = %v after %d calls; want %v, or DeadlineReached with Last %v, after 1", err, calls, tt.want, tt.err)
 			}
 		})
+	}
+}
+
+// A Clock read about 300 years past ctx's deadline, where time.Time.Sub
+// saturates, ends the retries at the first failure.
+func TestClockFarPastTheDeadline(t *testing.T) {
+	ft := newFakeTime()
+	ctx := ft.deadlineCtx(t, time.Hour)
+	ft.advance(150 * 365 * 24 * time.Hour)
+	ft.advance(150 * 365 * 24 * time.Hour) // 300 years: more than a Duration holds
+	calls := 0
+	err := Do(ctx, func(context.Context) error { calls++; ft.advance(time.Second); return errBoom }, ft.with(Policy{}))
+	var re *RetryExhausted
+	if !errors.As(err, &re) || re.Reason != DeadlineReached || calls != 1 {
+		t.Errorf("Do() = %v after %d calls; want DeadlineReached after 1", err, calls)
 	}
 }
 
@@ -843,33 +874,41 @@ func TestOnRetryTimeComesOffTheWait(t *testing.T) {
 	}
 }
 
-// A Sleeper's error ends Do with SleepFailed, even past the deadline; one that returns
-// early is trusted, and MaxAttempts still bounds the calls.
+// A Sleeper's error ends Do with SleepFailed, even if the deadline passed during the
+// sleep, but not if it passed before, in OnRetry; a Sleeper that returns early is
+// trusted, and MaxAttempts still bounds the calls.
 func TestSleeper(t *testing.T) {
 	errSleep := errors.New("sleeper broke")
 	tests := []struct {
 		name     string
 		p        Policy
+		onRetry  time.Duration // how far OnRetry moves the clock
 		advance  time.Duration // how far the Sleeper moves the clock
 		err      error         // what the Sleeper returns
 		reason   Reason
 		attempts int
 	}{
-		{"fails", Policy{}, 0, errSleep, SleepFailed, 1},
-		{"fails as the deadline passes", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, time.Hour, errSleep, SleepFailed, 1},
-		{"returns early", Policy{MaxAttempts: 4, Timeout: time.Minute}, 0, nil, MaxAttemptsReached, 4},
+		{"fails", Policy{}, 0, 0, errSleep, SleepFailed, 1},
+		{"fails as the deadline passes", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, 0, time.Hour, errSleep, SleepFailed, 1},
+		{"fails after the deadline passed in OnRetry", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, time.Hour, 0, errSleep, DeadlineReached, 1},
+		{"returns early", Policy{MaxAttempts: 4, Timeout: time.Minute}, 0, 0, nil, MaxAttemptsReached, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
 			p := ft.with(tt.p)
+			p.OnRetry = func(context.Context, int, error, time.Duration) { ft.advance(tt.onRetry) }
 			p.Sleeper = SleeperFunc(func(context.Context, time.Duration) error { ft.advance(tt.advance); return tt.err })
 			fn := &flaky{n: 100, err: errBoom}
 			err := Do(context.Background(), fn.call, p)
+			cause := tt.err
+			if tt.reason == DeadlineReached {
+				cause = context.DeadlineExceeded
+			}
 			var re *RetryExhausted
-			if !errors.As(err, &re) || re.Reason != tt.reason || re.Attempts != tt.attempts || fn.calls != tt.attempts || re.Elapsed != tt.advance ||
-				re.Cause != tt.err || !errors.Is(err, errBoom) {
-				t.Errorf("Do() = %v after %d calls; want %v after %d in %v, Cause %v, reaching boom", err, fn.calls, tt.reason, tt.attempts, tt.advance, tt.err)
+			if !errors.As(err, &re) || re.Reason != tt.reason || re.Attempts != tt.attempts || fn.calls != tt.attempts || re.Elapsed != tt.onRetry+tt.advance ||
+				re.Cause != cause || !errors.Is(err, errBoom) {
+				t.Errorf("Do() = %v after %d calls; want %v after %d in %v, Cause %v, reaching boom", err, fn.calls, tt.reason, tt.attempts, tt.onRetry+tt.advance, cause)
 			}
 		})
 	}
