@@ -90,8 +90,8 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 			return end(ctx, &p, &dl, attempt, nil, false, nil)
 		}
 
-		// Decide whether to retry: rules 2 to 6 of Do's doc, which end
-		// tells apart (it checks them again, since the user's code runs here).
+		// Decide: rules 2 to 5 of Do's doc stop Do here, and end tells which
+		// holds, checking ctx and the deadline again after the predicate.
 		permanent, hint := inspect(err, 0)
 		if ctx.Err() != nil || permanent || dl.passed() || p.IsRetryable != nil && !p.IsRetryable(err) {
 			return end(ctx, &p, &dl, attempt, err, permanent, nil)

@@ -722,6 +722,7 @@ func TestElapsedCoversThePassedDeadline(t *testing.T) {
 func TestClockReads(t *testing.T) {
 	onRetry := func(context.Context, int, error, time.Duration) {}
 	onDone := func(context.Context, int, time.Duration, error) {}
+	refuse := func(error) bool { return false }
 	tests := []struct {
 		name       string
 		failures   int
@@ -731,13 +732,15 @@ func TestClockReads(t *testing.T) {
 	}{
 		{"success", 0, Policy{}, 0, 1},
 		{"3 retries, then success", 3, Policy{}, 0, 1},
-		{"exhausted", 10, Policy{MaxAttempts: 3}, 0, 2},                                    // start, Elapsed
-		{"3 retries with a Timeout", 3, Policy{Timeout: time.Hour}, 0, 10},                 // start, then per failure: the decision, the wait's check, after the wait
-		{"3 retries with a ctx deadline", 3, Policy{}, time.Hour, 10},                      // the same
-		{"exhausted with a Timeout", 10, Policy{MaxAttempts: 3, Timeout: time.Hour}, 0, 9}, // start, 2 failures × 3, the last decision, Elapsed
-		{"3 retries with OnRetry", 3, Policy{OnRetry: onRetry}, 0, 7},                      // start, two around each OnRetry
-		{"success with OnDone", 0, Policy{OnDone: onDone}, 0, 2},                           // start, elapsed
-		{"exhausted with OnDone", 10, Policy{MaxAttempts: 3, OnDone: onDone}, 0, 2},        // start, Elapsed shared with OnDone
+		{"exhausted", 10, Policy{MaxAttempts: 3}, 0, 2},                                       // start, Elapsed
+		{"3 retries with a Timeout", 3, Policy{Timeout: time.Hour}, 0, 10},                    // start, then per failure: the decision, the wait's check, after the wait
+		{"3 retries with a ctx deadline", 3, Policy{}, time.Hour, 10},                         // the same
+		{"exhausted with a Timeout", 10, Policy{MaxAttempts: 3, Timeout: time.Hour}, 0, 9},    // start, 2 failures × 3, the last decision, Elapsed
+		{"3 retries with OnRetry", 3, Policy{OnRetry: onRetry}, 0, 7},                         // start, two around each OnRetry
+		{"success with OnDone", 0, Policy{OnDone: onDone}, 0, 2},                              // start, elapsed
+		{"exhausted with OnDone", 10, Policy{MaxAttempts: 3, OnDone: onDone}, 0, 2},           // start, Elapsed shared with OnDone
+		{"refused", 10, Policy{IsRetryable: refuse}, 0, 1},                                    // start: no deadline to check again
+		{"refused with a Timeout", 10, Policy{Timeout: time.Hour, IsRetryable: refuse}, 0, 3}, // start, the decision, the deadline again after the predicate
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
