@@ -16,8 +16,8 @@ var ErrBudgetExhausted = errors.New("retry: retry budget exhausted")
 // int64 that atomic operations can update without a lock. Each deposit is
 // ratio in whole units: the nearest when ratio lies within 1e-9 of a
 // millionth, since a float64 holds 0.000249 as 248.99999999999997 units,
-// and rounded down otherwise, so that retries stay within the bound that
-// Budget states; a ratio below 0.000001 earns nothing.
+// and rounded down otherwise: never more than ratio + 1e-9 tokens. A ratio
+// more than 1e-9 below 0.000001 earns nothing.
 const tokenScale = 1_000_000
 
 // A Budget caps retries at a share of calls, across all the Do calls that
@@ -29,7 +29,8 @@ const tokenScale = 1_000_000
 // passed every other check. The token comes back if fn is not called again
 // after all: Do stopped during the wait, or a panic in OnRetry, the
 // Sleeper or the Clock unwound it. With less than one token, Do gives up
-// with ErrBudgetExhausted. So retries number at most ratio × calls + burst.
+// with ErrBudgetExhausted. So retries number at most ratio × calls + burst
+// for a ratio of six decimals, and (ratio + 1e-9) × calls + burst for any.
 //
 // A Budget is safe for concurrent use, and takes no lock. The zero Budget
 // is invalid: make one with NewBudget.
@@ -39,11 +40,11 @@ type Budget struct {
 	err               error // why the arguments of NewBudget were rejected
 }
 
-// NewBudget returns a full Budget that earns ratio tokens per Do call and
-// holds at most burst tokens. ratio must be in [0, 1], and counts to the
-// millionth: rounded down, or to the nearest within 1e-9 (0.000249 is
-// exact). burst must be from 1 to math.MaxInt64/1e6, or a Policy with the
-// Budget is invalid. NewBudget(0.1, 10) lets
+// NewBudget returns a full Budget of at most burst tokens, which earns
+// ratio tokens per Do call that calls fn. ratio must be in [0, 1]; it
+// counts to the millionth, rounded down unless within 1e-9 of one. burst
+// must be from 1 to math.MaxInt64/1e6, or a Policy with the Budget is
+// invalid. NewBudget(0.1, 10) lets
 // retries add 10% to the load, after a burst of 10.
 func NewBudget(ratio float64, burst int) *Budget {
 	b := &Budget{}

@@ -77,27 +77,30 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		}
 		return err
 	}
-	dl := deadline{clock: p.Clock, timeout: p.Timeout}
-	dl.begin(ctx)
+	tl := timeLimit{clock: p.Clock, timeout: p.Timeout}
+	tl.begin(ctx)
 	if p.Budget != nil {
 		p.Budget.earn()
 	}
 	prev := p.BaseDelay // the jitter's previous choice
 	for attempt := 1; ; attempt++ {
 		// Call fn.
-		err := dl.call(ctx, fn, p.AttemptTimeout)
+		err := tl.call(ctx, fn, p.AttemptTimeout)
 		if err == nil {
-			return end(ctx, &p, &dl, attempt, nil, false, nil)
+			return answer(ctx, &p, &tl, attempt, nil, false, nil)
 		}
 
-		// Decide: rules 2 to 5 of Do's doc stop Do here, and end tells which
-		// holds, checking ctx and the deadline again after the predicate.
+		// Decide whether rules 2 to 5 of Do's doc stop Do here, in their
+		// order; answer checks ctx and the deadline again, after the user's code.
+		if ctx.Err() != nil {
+			return answer(ctx, &p, &tl, attempt, err, false, nil)
+		}
 		permanent, hint := inspect(err, 0)
-		if ctx.Err() != nil || permanent || dl.passed() || p.IsRetryable != nil && !p.IsRetryable(err) {
-			return end(ctx, &p, &dl, attempt, err, permanent, nil)
+		if permanent || tl.passed() || p.IsRetryable != nil && !p.IsRetryable(err) {
+			return answer(ctx, &p, &tl, attempt, err, permanent, nil)
 		}
 		if attempt >= p.MaxAttempts {
-			return end(ctx, &p, &dl, attempt, err, false, &RetryExhausted{Reason: MaxAttemptsReached})
+			return answer(ctx, &p, &tl, attempt, err, false, &RetryExhausted{Reason: MaxAttemptsReached})
 		}
 
 		// Choose the wait: the jitter's, raised by a hint for this wait only.
@@ -105,14 +108,13 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		prev = wait
 		wait = max(wait, hint)
 
-		// Check that it fits MaxDelay and the deadline; then, in pause,
-		// take a Budget token, call OnRetry, sleep, and check the deadline
-		// again.
-		if stop := dl.fits(wait, hint, p.MaxDelay); stop != nil {
-			return end(ctx, &p, &dl, attempt, err, false, stop)
+		// Check that it is not too long for MaxDelay and the deadline; then
+		// take a Budget token, call OnRetry, sleep, and check again.
+		if stop := tl.tooLong(wait, hint, p.MaxDelay); stop != nil {
+			return answer(ctx, &p, &tl, attempt, err, false, stop)
 		}
-		if stop, why := pause(ctx, &p, &dl, attempt, err, wait); stop {
-			return end(ctx, &p, &dl, attempt, err, false, why)
+		if stop, why := sleepBeforeRetry(ctx, &p, &tl, attempt, err, wait); stop {
+			return answer(ctx, &p, &tl, attempt, err, false, why)
 		}
 	}
 }
@@ -125,58 +127,57 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 	if fn == nil {
 		return v, Do(ctx, nil, p) // Do's error for the nil arguments
 	}
-	err := Do(ctx, func(ctx context.Context) (err error) {
-		v, err = fn(ctx)
+	err := Do(ctx, func(ctx context.Context) error {
+		w, err := fn(ctx)
+		if err == nil { // only the call that succeeded gives the value
+			v = w
+		}
 		return err
 	}, p)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return v, nil
+	return v, err
 }
 
-// deadline is the one place where Do handles time limits: the nearer of
+// timeLimit is Do's time: the clock, when Do started, and the nearer of
 // Policy.Timeout and ctx's deadline, chosen once when Do starts, and
 // measured on Clock. Both are fixed instants, so the nearer stays nearer.
-type deadline struct {
+type timeLimit struct {
 	clock   Clock
 	start   time.Time
 	at      time.Duration // since start, at the last reading; never less than before
-	end     time.Duration // since start
+	end     time.Duration // the deadline, since start
 	name    string        // the deadline's name for the message; "" if there is none
 	timeout time.Duration // Policy.Timeout, which also ends fn's ctx
 }
 
 // begin reads the clock for the start of Do, and picks the nearer of the
 // two deadlines, if there is one.
-func (d *deadline) begin(ctx context.Context) {
-	d.start = d.now()
-	if d.timeout > 0 {
-		d.end, d.name = d.timeout, timeoutName
+func (t *timeLimit) begin(ctx context.Context) {
+	t.start = t.now()
+	if t.timeout > 0 {
+		t.end, t.name = t.timeout, timeoutName
 	}
-	if t, ok := ctx.Deadline(); ok && (d.name == "" || t.Sub(d.start) < d.end) { // on a tie, Policy.Timeout is named
-		d.end, d.name = t.Sub(d.start), ctxDeadlineName
+	if d, ok := ctx.Deadline(); ok && (t.name == "" || d.Sub(t.start) < t.end) { // on a tie, Policy.Timeout is named
+		t.end, t.name = d.Sub(t.start), ctxDeadlineName
 	}
 }
 
 // now reads Policy.Clock, or the real clock if there is none.
-func (d *deadline) now() time.Time {
-	if d.clock == nil {
+func (t *timeLimit) now() time.Time {
+	if t.clock == nil {
 		return time.Now()
 	}
-	return d.clock.Now()
+	return t.clock.Now()
 }
 
 // call calls fn once, with a ctx that also ends at Policy.Timeout and at
 // attemptTimeout after the call begins, if they are set.
-func (d *deadline) call(ctx context.Context, fn func(context.Context) error, attemptTimeout time.Duration) error {
-	if d.timeout == 0 && attemptTimeout == 0 {
+func (t *timeLimit) call(ctx context.Context, fn func(context.Context) error, attemptTimeout time.Duration) error {
+	if t.timeout == 0 && attemptTimeout == 0 {
 		return fn(ctx) // no limit of Do's own: spare the context; ctx's deadline ends ctx itself
 	}
 	limit := time.Duration(math.MaxInt64)
-	if d.timeout > 0 {
-		limit = d.timeout - d.at // at was measured just before: at the start, or after the wait
+	if t.timeout > 0 {
+		limit = t.timeout - t.at // at was measured just before: at the start, or after the wait
 	}
 	if attemptTimeout > 0 {
 		limit = min(limit, attemptTimeout)
@@ -187,47 +188,45 @@ func (d *deadline) call(ctx context.Context, fn func(context.Context) error, att
 }
 
 // read reads the clock and returns the time since Do started.
-func (d *deadline) read() time.Duration {
-	d.at = max(d.at, d.now().Sub(d.start)) // a Clock that went back must not stretch the deadline
-	return d.at
+func (t *timeLimit) read() time.Duration {
+	t.at = max(t.at, t.now().Sub(t.start)) // a Clock that went back must not stretch the deadline
+	return t.at
 }
 
 // passed reads the clock, if there is a deadline, and reports whether the
 // deadline has passed.
-func (d *deadline) passed() bool {
-	return d.name != "" && d.read() >= d.end
-}
+func (t *timeLimit) passed() bool { return t.name != "" && t.read() >= t.end }
 
-// fits says which limit a wait, at least as long as hint, would break: a
-// hint above maxDelay, or a hint or a wait that would not end before the
-// deadline (or any, once it has passed; end reports that). It returns nil
-// if the wait fits. It reads the clock if there is a deadline.
-func (d *deadline) fits(wait, hint, maxDelay time.Duration) *RetryExhausted {
-	if hint > maxDelay { // the first limit that the server's hint broke
+// over reports whether the deadline had passed at the last reading.
+func (t *timeLimit) over() bool { return t.name != "" && t.at >= t.end }
+
+// tooLong says which limit a wait, at least as long as hint, breaks: a
+// hint above maxDelay, a deadline that has passed, or a hint or a wait
+// that would not end before it. It returns nil if the wait fits.
+func (t *timeLimit) tooLong(wait, hint, maxDelay time.Duration) *RetryExhausted {
+	switch {
+	case hint > maxDelay: // the first limit that the server's hint broke
 		return overrun(HintTooLong, hint, maxDelay, maxDelayName)
-	}
-	if d.name == "" {
+	case t.name == "":
 		return nil
+	case t.passed(): // checked first: end-at overflows for a Clock far past the deadline
+		return overrun(DeadlineReached, 0, 0, t.name)
 	}
-	var left time.Duration // 0 once the deadline has passed, which end reports
-	if at := d.read(); at < d.end {
-		left = d.end - at // compared first: end-at overflows for a Clock far past the deadline
-	}
-	switch { // in this order: a hint, which the server asked for, wins over the jitter
+	switch left := t.end - t.at; { // in this order: a hint, which the server asked for, wins over the jitter
 	case hint >= left:
-		return overrun(HintTooLong, hint, left, d.name)
+		return overrun(HintTooLong, hint, left, t.name)
 	case wait >= left:
-		return overrun(DeadlineReached, wait, left, d.name)
+		return overrun(DeadlineReached, wait, left, t.name)
 	}
 	return nil
 }
 
-// pause takes a Budget token for the retry, calls OnRetry, and sleeps
-// until the wait chosen for the attempt ends. It reports whether Do must
-// stop: why is what stopped the retry (nil if ctx ended it or the
-// deadline passed meanwhile, which end names). The wait counts from when
-// it was chosen, so time spent in OnRetry comes off the sleep.
-func pause(ctx context.Context, p *Policy, dl *deadline, attempt int, err error, wait time.Duration) (stop bool, why *RetryExhausted) {
+// sleepBeforeRetry takes a Budget token for the retry, calls OnRetry, and
+// sleeps until the wait chosen for the attempt ends. It reports whether Do
+// must stop, and why: what ended the retry, or nil if ctx ended or the
+// deadline passed, which answer names. The wait counts from when it was
+// chosen, so time spent in OnRetry comes off the sleep.
+func sleepBeforeRetry(ctx context.Context, p *Policy, tl *timeLimit, attempt int, err error, wait time.Duration) (stop bool, why *RetryExhausted) {
 	refund := false // whether a token was taken for a retry that has not happened
 	defer func() {  // deferred, so that a panic in OnRetry, the Sleeper or the Clock gives it back too
 		if refund {
@@ -241,19 +240,19 @@ func pause(ctx context.Context, p *Policy, dl *deadline, attempt int, err error,
 		refund = true
 	}
 	if p.OnRetry != nil {
-		before := dl.read()
+		before := tl.read()
 		p.OnRetry(ctx, attempt, err, wait)
-		wait -= dl.read() - before
+		wait -= tl.read() - before
 	}
-	late := dl.name != "" && dl.at >= dl.end // the deadline passed before the sleep, in OnRetry
+	late := tl.over() // the deadline passed before the sleep, in OnRetry
 	if p.Sleeper != nil {
 		if serr := p.Sleeper.Sleep(ctx, max(wait, 0)); serr != nil && !late {
 			why = &RetryExhausted{Reason: SleepFailed, Cause: serr}
 		}
-	} else if sleep(ctx, wait) {
-		why = interrupted(ctx) // even if ctx.Done closed with a nil Err: ctx broke its contract; stop all the same
+	} else if sleep(ctx, wait) && ctx.Err() == nil {
+		why = interrupted(ctx) // ctx.Done closed with a nil Err: ctx broke its contract; stop all the same
 	}
-	stop = why != nil || ctx.Err() != nil || dl.passed() // a slow OnRetry or a late Sleeper may have run past the deadline
+	stop = why != nil || tl.passed() || ctx.Err() != nil // the Clock first: ctx may end while it runs
 	refund = refund && stop                              // with no stop, fn is called next: the retry happens
 	return stop, why
 }
@@ -274,29 +273,29 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// end returns what Do returns when it stops after attempts calls of fn,
-// err being the last one's error, and calls OnDone with it first. stop is
-// what Do's checks found (nil: fn's error as it is). end decides the
-// answer by the rules of Do's doc, checking ctx and the deadline again,
-// since the user's code may have run since Do checked them: ctx done wins,
-// then the mark of Permanent, then a passed deadline, then stop.
-func end(ctx context.Context, p *Policy, dl *deadline, attempts int, err error, permanent bool, stop *RetryExhausted) error {
+// answer returns what Do returns when it stops after attempts calls of
+// fn, err being the last one's error, and calls OnDone with it first. stop
+// is what Do's checks found (nil: fn's error as it is). answer applies the
+// rules of Do's doc: ctx done, then the mark of Permanent, then a passed
+// deadline, then stop, checking ctx and the deadline again, since the
+// user's code may have run since Do checked them.
+func answer(ctx context.Context, p *Policy, tl *timeLimit, attempts int, err error, permanent bool, stop *RetryExhausted) error {
 	var elapsed time.Duration
-	read := false // whether elapsed holds a reading of the clock made here
+	read := stop != nil || p.OnDone != nil || err != nil && !permanent && tl.name != ""
+	if read { // before ctx is checked: ctx may end while the Clock runs
+		elapsed = tl.read() // never less than a deadline that was seen to pass
+	}
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		stop = interrupted(ctx)
 	case permanent: // and stop is nil
 	case stop != nil && (stop.Reason == SleepFailed || stop.Reason == Canceled): // the Sleeper's own error, or a Done closed with a nil Err
-	case dl.name != "":
-		elapsed, read = dl.read(), true
-		if elapsed >= dl.end {
-			stop = overrun(DeadlineReached, 0, 0, dl.name)
-		}
+	case tl.over():
+		stop = overrun(DeadlineReached, 0, 0, tl.name)
 	}
-	if !read && (stop != nil || p.OnDone != nil) {
-		elapsed = dl.read() // never less than a deadline that was seen to pass
+	if !read && stop != nil { // ctx is done, after a Permanent or a refused error
+		elapsed = tl.read()
 	}
 	if stop != nil {
 		stop.Attempts, stop.Elapsed, stop.Last = attempts, elapsed, err

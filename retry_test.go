@@ -224,6 +224,20 @@ func TestCtxDoneReason(t *testing.T) {
 		}
 	}
 	fails := func(call) func(context.Context) error { return failOnce }
+	// onRead cancels ctx as the Clock is read for the nth time (OnRetry reads it twice).
+	onRead := func(n int, p Policy) func(c call) Policy {
+		return func(c call) Policy {
+			start, reads := time.Now(), 0
+			p.Clock = ClockFunc(func() time.Time {
+				if reads++; reads == n {
+					c.cancel()
+				}
+				return start
+			})
+			return p
+		}
+	}
+	sleepFails := SleeperFunc(func(context.Context, time.Duration) error { return errSlow })
 	const shutdown = "(canceled: context canceled: shutting down): boom"
 	const slow = "(deadline reached: ctx's deadline passed: too slow): boom"
 	tests := []struct {
@@ -284,6 +298,16 @@ func TestCtxDoneReason(t *testing.T) {
 					return start.Add(2 * time.Second)
 				})}
 			}, fails, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 0},
+		{"cancelled as the Clock is read after the wait", cancelled, onRead(6, Policy{Timeout: time.Hour, Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return nil })}),
+			fails, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 1},
+		{"cancelled as the Clock is read on the last attempt", cancelled, onRead(3, Policy{Timeout: time.Hour, MaxAttempts: 1}),
+			fails, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 0},
+		{"cancelled as the Clock is read after the Sleeper failed", cancelled, onRead(4, Policy{Sleeper: sleepFails}),
+			fails, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 1},
+		{"cancelled as the Clock is read after a Permanent error", cancelled, onRead(2, Policy{}),
+			func(call) func(context.Context) error {
+				return func(context.Context) error { return Permanent(errBoom) }
+			}, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 0},
 		{"a broken ctx ends the wait", broken, func(call) Policy { return Policy{BaseDelay: time.Hour, MaxDelay: time.Hour} },
 			fails, Canceled, []error{errBrokenCtx, errBoom}, "(canceled: retry: ctx.Done was closed while ctx.Err was nil): boom", 1},
 		{"fn hangs until ctx's deadline", timed, func(call) Policy { return Policy{Timeout: time.Hour} },
