@@ -200,6 +200,14 @@ type brokenCtx struct{ context.Context }
 
 func (brokenCtx) Done() <-chan struct{} { done := make(chan struct{}); close(done); return done }
 
+// unwrapHook calls hook as errors.Unwrap reaches through it.
+type unwrapHook struct {
+	error
+	hook func()
+}
+
+func (e unwrapHook) Unwrap() error { e.hook(); return e.error }
+
 // When ctx is done as Do stops, the Reason is DeadlineReached if its deadline passed, else
 // Canceled, whatever else stopped Do; Cause reaches ctx's cause, and OnDone sees the same error.
 func TestCtxDoneReason(t *testing.T) {
@@ -298,6 +306,10 @@ func TestCtxDoneReason(t *testing.T) {
 					return start.Add(2 * time.Second)
 				})}
 			}, fails, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 0},
+		{"cancelled in Unwrap of fn's error, on the way to a Permanent mark", cancelled, func(call) Policy { return Policy{} },
+			func(c call) func(context.Context) error {
+				return func(context.Context) error { return unwrapHook{Permanent(errBoom), c.cancel} }
+			}, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 0},
 		{"cancelled as the Clock is read after the wait", cancelled, onRead(6, Policy{Timeout: time.Hour, Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return nil })}),
 			fails, Canceled, []error{context.Canceled, errShutdown, errBoom}, shutdown, 1},
 		{"cancelled as the Clock is read on the last attempt", cancelled, onRead(3, Policy{Timeout: time.Hour, MaxAttempts: 1}),
