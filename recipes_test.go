@@ -1,0 +1,280 @@
+package retry_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quietwire/retry"
+)
+
+// TestRoundTripper checks the rows of the README's table after the first,
+// and that retryTransport drains a short response that it retries, so
+// that one connection serves every attempt.
+func TestRoundTripper(t *testing.T) {
+	var conns, resets atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/reset" && resets.Add(1) > 2 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close() // a network error, after two 503s
+			return
+		}
+		if r.URL.Path == "/hang" { // a 503 whose body never ends
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, strings.Repeat("busy ", 1000), http.StatusServiceUnavailable)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	untilDone := retry.SleeperFunc(func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() })
+	for _, tt := range []struct {
+		name, path string
+		ctx        string // "": Background; "timeout": 250ms; "done": cancelled at once; "cancel": by OnRetry
+		p          retry.Policy
+		want       string // RoundTrip's error, or the response and what reading its body gave
+		conns      int32  // if not 0
+		unsent     bool   // RoundTrip must close the request's body, which it does not send
+	}{
+		{"drains what it retries", "/", "", retry.Policy{MaxAttempts: 4}, "503, 5001 bytes, <nil>", 1, false},
+		{"the last attempt's error", "/reset", "", retry.Policy{MaxAttempts: 3}, "max attempts reached after 3", 0, false},
+		{"request ctx cancelled", "/", "cancel", retry.Policy{}, "canceled after 1", 0, false},
+		{"next wait past ctx's deadline", "/hang", "timeout", retry.Policy{BaseDelay: time.Hour}, "503, 0 bytes, context deadline exceeded", 0, false},
+		{"ctx's timer ends the wait", "/hang", "timeout", retry.Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Sleeper: untilDone},
+			"503, 0 bytes, context deadline exceeded", 0, false},
+		{"AttemptTimeout set", "/", "", retry.Policy{AttemptTimeout: time.Second}, "retryTransport: Policy.AttemptTimeout and Timeout must be 0", 0, true},
+		{"invalid Policy", "/", "", retry.Policy{MaxAttempts: -1}, "retry: invalid policy", 0, true},
+		{"ctx done", "/", "done", retry.Policy{}, "context canceled", 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			switch tt.ctx {
+			case "timeout":
+				ctx, cancel = context.WithTimeout(ctx, 250*time.Millisecond)
+				defer cancel()
+			case "done":
+				cancel()
+			case "cancel":
+				tt.p.OnRetry = func(context.Context, int, error, time.Duration) { cancel() }
+			}
+			body := &bodyRecorder{Reader: strings.NewReader("x")}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+tt.path, body)
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
+			if tt.p.Sleeper == nil {
+				tt.p.Sleeper = noWait
+			}
+			conns.Store(0)
+			resp, err := (&retryTransport{Base: srv.Client().Transport, Policy: tt.p}).RoundTrip(req)
+			var re *retry.RetryExhausted
+			got := fmt.Sprint(err)
+			switch {
+			case errors.As(err, &re):
+				got = fmt.Sprintf("%v after %d", re.Reason, re.Attempts)
+			case err == nil:
+				if tt.ctx == "timeout" {
+					<-ctx.Done()
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got = fmt.Sprintf("%d, %d bytes, %v", resp.StatusCode, len(b), err)
+			}
+			if !strings.HasPrefix(got, tt.want) || tt.unsent && !body.closed {
+				t.Errorf("RoundTrip() = %q, body closed %v; want %q, and closed if unsent", got, body.closed, tt.want)
+			}
+			if n := conns.Load(); tt.conns != 0 && n != tt.conns {
+				t.Errorf("RoundTrip() used %d connections; want %d", n, tt.conns)
+			}
+		})
+	}
+}
+
+// result is body, or err's message.
+func result(body []byte, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return string(body)
+}
+
+// TestHTTPReadsAtMostMaxDrain: each client reads at most maxDrain bytes of
+// an 8 MiB body that it retries or refuses, and closes it; it reads a 2xx
+// body whole, and the transport leaves the response it returns unread.
+func TestHTTPReadsAtMostMaxDrain(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 8<<20)
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/missing":
+			w.WriteHeader(http.StatusNotFound)
+		case r.URL.Path == "/down" || hits.Add(1) <= 2:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			fmt.Fprint(w, "ok")
+			return
+		}
+		w.Write(big)
+	}))
+	defer srv.Close()
+	p := retry.Policy{MaxAttempts: 3, Sleeper: noWait}
+	get := func(c *http.Client, url string) string { return result(getBody(context.Background(), c, url, p)) }
+	post := func(c *http.Client, url string) string {
+		return result(postOrder(context.Background(), c, url, "k", []byte("order"), p))
+	}
+	transport := func(c *http.Client, url string) string {
+		c.Transport = &retryTransport{Base: c.Transport, Policy: p}
+		resp, err := c.Get(url)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%s, %d bytes, %v", resp.Status, len(body), err)
+	}
+	for _, tt := range []struct {
+		name, path string
+		call       func(c *http.Client, url string) string
+		want       string
+		reads      []int // of each response's body
+	}{
+		{"getBody", "/", get, "ok", []int{maxDrain, maxDrain, 2}},
+		{"getBody/refused", "/missing", get, "404 Not Found", []int{maxDrain}},
+		{"postOrder", "/", post, "ok", []int{maxDrain, maxDrain, 2}},
+		{"retryTransport", "/", transport, "200 OK, 2 bytes, <nil>", []int{maxDrain, maxDrain, 2}},
+		{"retryTransport/gave up", "/down", transport, "503 Service Unavailable, 8388608 bytes, <nil>", []int{maxDrain, maxDrain, 8 << 20}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hits.Store(0)
+			var bodies []*bodyRecorder
+			c := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := srv.Client().Transport.RoundTrip(r)
+				if err == nil {
+					bodies = append(bodies, &bodyRecorder{Reader: resp.Body})
+					resp.Body = bodies[len(bodies)-1]
+				}
+				return resp, err
+			})}
+			if got := tt.call(c, srv.URL+tt.path); got != tt.want {
+				t.Errorf("got %q; want %q", got, tt.want)
+			}
+			var reads []int
+			for i, b := range bodies {
+				reads = append(reads, b.read)
+				if !b.closed {
+					t.Errorf("response %d: body not closed", i+1)
+				}
+			}
+			if !slices.Equal(reads, tt.reads) {
+				t.Errorf("bytes read of each body: %v; want %v", reads, tt.reads)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// bodyRecorder is a body that counts the bytes read from it and records
+// whether it was closed.
+type bodyRecorder struct {
+	io.Reader
+	read   int
+	closed bool
+}
+
+func (b *bodyRecorder) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	b.read += n
+	return n, err
+}
+
+func (b *bodyRecorder) Close() error {
+	b.closed = true
+	if c, ok := b.Reader.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// The breaker recipe decides on the Reason: Canceled only when the caller
+// cancelled ctx; running out of time, whether Do gave up ahead of ctx's
+// deadline or an attempt hung until it, is the dependency's failure.
+func TestBreakerDecidesOnReason(t *testing.T) {
+	unavailable := func(context.Context) error { return errUnavailable }
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration // of ctx, if not 0
+		leave   bool          // the caller cancels ctx during the first attempt
+		p       retry.Policy
+		fn      func(ctx context.Context) error
+		failed  bool
+	}{
+		{"success", 0, false, retry.Policy{}, func(context.Context) error { return nil }, false},
+		{"Permanent", 0, false, retry.Policy{}, func(context.Context) error { return retry.Permanent(errUnavailable) }, false},
+		{"out of attempts", 0, false, retry.Policy{MaxAttempts: 2, BaseDelay: time.Nanosecond}, unavailable, true},
+		{"next wait past ctx's deadline, ctx alive", time.Hour, false, retry.Policy{BaseDelay: 2 * time.Hour}, unavailable, true},
+		{"hung until ctx's deadline", 20 * time.Millisecond, false, retry.Policy{},
+			func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, true},
+		{"the caller left", 0, true, retry.Policy{}, unavailable, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			fn := tt.fn
+			if tt.leave {
+				fn = func(ctx context.Context) error { cancel(); return tt.fn(ctx) }
+			}
+			if tt.timeout != 0 {
+				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+				defer cancel()
+			}
+			err := retry.Do(ctx, fn, tt.p)
+			if got := dependencyFailed(err); got != tt.failed {
+				t.Errorf("dependencyFailed(%v) = %v; want %v", err, got, tt.failed)
+			}
+			if tt.failed && ctx.Err() == nil && !errors.Is(err, errUnavailable) {
+				t.Errorf("Do() = %v; want it to reach the last error", err)
+			}
+		})
+	}
+}
+
+// The README's observability recipe, as written, makes no allocation for
+// a call that succeeds.
+func TestObserveRecipeAllocatesNothingOnSuccess(t *testing.T) {
+	if info, _ := debug.ReadBuildInfo(); info != nil && slices.Contains(info.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
+		t.Skip("the race detector allocates on its own")
+	}
+	m := newCallSite()
+	p := instrument(retry.Policy{}, m, slog.New(requestIDHandler{slog.NewTextHandler(io.Discard, nil)}))
+	ctx := withRequestID(context.Background(), "r1")
+	succeed := func(context.Context) error { return nil }
+	if got := testing.AllocsPerRun(100, func() { retry.Do(ctx, succeed, p) }); got != 0 {
+		t.Errorf("Do() with the recipe's hooks, success: allocations = %v; want 0", got)
+	}
+	if got, want := m.outcomes.Get("success_first_try").String(), "101"; got != want {
+		t.Errorf(`outcomes["success_first_try"] = %s; want %s`, got, want)
+	}
+}
