@@ -80,6 +80,7 @@ func read(resp *http.Response, err error) ([]byte, error) {
 	return nil, retry.Permanent(errors.New(resp.Status)) // would fail the same way again
 }
 
+// Do calls fn again after an error, here until the third call succeeds.
 func ExampleDo() {
 	calls := 0
 	err := retry.Do(context.Background(), func(ctx context.Context) error {
@@ -93,6 +94,7 @@ func ExampleDo() {
 	// Output: 3 <nil>
 }
 
+// DoValue returns the value of the call that succeeded.
 func ExampleDoValue() {
 	calls := 0
 	n, err := retry.DoValue(context.Background(), func(ctx context.Context) (int, error) {
@@ -194,6 +196,8 @@ func ExamplePermanent() {
 	// Output: 1 get user 7: not found true
 }
 
+// When Do gives up, errors.As finds the *RetryExhausted, which says after
+// how many attempts and why, and errors.Is reaches fn's last error.
 func ExampleRetryExhausted() {
 	err := retry.Do(context.Background(), func(ctx context.Context) error {
 		return errUnavailable
@@ -230,6 +234,7 @@ func ExampleRetryExhausted_deadline() {
 	// retry: gave up after 2 attempts in 1.1s (deadline reached: Policy.Timeout passed): service unavailable
 }
 
+// NoJitter doubles the wait after each retry, up to max.
 func ExampleNoJitter() {
 	for n := range 6 {
 		fmt.Print(retry.NoJitter(n, 100*time.Millisecond, time.Second, 0, 0), " ")
@@ -237,6 +242,7 @@ func ExampleNoJitter() {
 	// Output: 100ms 200ms 400ms 800ms 1s 1s
 }
 
+// FullJitter draws the wait from zero up to the capped exponential.
 func ExampleFullJitter() {
 	// n = 3: the capped exponential is 800ms; the wait is u of it.
 	for _, u := range []float64{0, 0.25, 0.5, 0.999} {
@@ -245,6 +251,7 @@ func ExampleFullJitter() {
 	// Output: 0s 200ms 400ms 799.2ms
 }
 
+// EqualJitter draws the wait from the upper half of the capped exponential.
 func ExampleEqualJitter() {
 	// n = 3: the capped exponential is 800ms; the wait lies in [400ms, 800ms].
 	for _, u := range []float64{0, 0.25, 0.5, 0.999} {
@@ -253,6 +260,8 @@ func ExampleEqualJitter() {
 	// Output: 400ms 500ms 600ms 799.6ms
 }
 
+// DecorrelatedJitter draws each wait between base and three times the
+// previous one, capped at max.
 func ExampleDecorrelatedJitter() {
 	// Each wait is drawn from [base, 3·prev], capped at max.
 	prev := 100 * time.Millisecond
@@ -367,7 +376,7 @@ func ExampleParseRetryAfter() {
 // A GET retried on a 503 and a 429, each with a Retry-After header: each
 // wait is the server's. Fake time, which starts at time.Now(), keeps the
 // example instant.
-func Example_http() {
+func Example_retryAfterHeader() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch hits.Add(1) {
@@ -403,7 +412,7 @@ func Example_http() {
 }
 
 // A 404 is Permanent: Do returns it after one call, without a wait.
-func Example_httpNotFound() {
+func Example_notFound() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -418,7 +427,7 @@ func Example_httpNotFound() {
 
 // A Retry-After longer than MaxDelay ends the retries at once: Do neither
 // waits 2 minutes nor calls again sooner than the server asked.
-func Example_httpHintTooLong() {
+func Example_retryAfterTooLong() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "120")
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -435,7 +444,7 @@ func Example_httpHintTooLong() {
 // A POST with a body and an Idempotency-Key, retried after a 503: each
 // attempt builds its own request, so the server gets the whole body twice,
 // with the same key.
-func Example_httpPost() {
+func Example_postIdempotencyKey() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -468,7 +477,7 @@ func Example_httpPost() {
 
 // A connection reset halfway through the body fails the attempt that reads
 // it, inside fn, and the next attempt gets the whole body.
-func Example_httpResetMidBody() {
+func Example_resetMidBody() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hits.Add(1) == 1 {
@@ -496,7 +505,7 @@ func Example_httpResetMidBody() {
 
 // An attempt that outlives AttemptTimeout is cancelled and retried. This
 // example waits for real, for one AttemptTimeout.
-func Example_httpAttemptTimeout() {
+func Example_attemptTimeout() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hits.Add(1) == 1 {
