@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 )
 
-// ErrBudgetExhausted is the Cause of a RetryExhausted whose Reason is
-// BudgetExhausted.
+// ErrBudgetExhausted is the Cause of a [RetryExhausted] whose Reason is
+// [BudgetExhausted].
 var ErrBudgetExhausted = errors.New("retry: retry budget exhausted")
 
 // tokenScale is the fixed-point unit of a Budget's balance: one token is
@@ -18,28 +18,28 @@ var ErrBudgetExhausted = errors.New("retry: retry budget exhausted")
 // ratio × calls + burst; a ratio below 0.000001 earns nothing.
 const tokenScale = 1_000_000
 
-// A Budget caps retries at a share of calls, across all the Do calls that
+// A Budget caps retries at a share of calls, across all the [Do] calls that
 // use it, so that retries cannot multiply the load on a service that is
 // already down.
 //
 // Each Do call deposits ratio tokens, up to a balance of burst, and each
 // retry takes one token once the wait has passed every other check. The
 // token comes back if fn is not called again after all: Do stopped during
-// the wait, or a panic in OnRetry, the Sleeper or the Clock unwound it.
-// With less than one token, Do gives up with ErrBudgetExhausted. So
-// retries number at most ratio × calls + burst.
+// the wait, or a panic in [Policy.OnRetry], the [Sleeper] or the [Clock]
+// unwound it. With less than one token, Do gives up with
+// [ErrBudgetExhausted]. So retries number at most ratio × calls + burst.
 //
 // A Budget is safe for concurrent use, and takes no lock. The zero Budget
-// is invalid: make one with NewBudget.
+// is invalid: make one with [NewBudget].
 type Budget struct {
 	deposit, capacity int64 // in tokenScale units
 	balance           atomic.Int64
 	err               error // why the arguments of NewBudget were rejected
 }
 
-// NewBudget returns a full Budget that earns ratio tokens per Do call and
-// holds at most burst tokens. ratio must be in [0, 1] and burst at least
-// 1, or a Policy with the Budget is invalid. NewBudget(0.1, 10) lets
+// NewBudget returns a full [Budget] that earns ratio tokens per [Do] call
+// and holds at most burst tokens. ratio must be in [0, 1] and burst at
+// least 1, or a [Policy] with the Budget is invalid. NewBudget(0.1, 10) lets
 // retries add 10% to the load, after a burst of 10.
 func NewBudget(ratio float64, burst int) *Budget {
 	b := &Budget{}

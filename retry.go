@@ -12,13 +12,14 @@
 //	})
 //	// err is nil, ErrAuth as Ping returned it, or a *retry.RetryExhausted.
 //
-// The zero Policy makes 5 attempts, waiting from 100ms to 30s with
-// decorrelated jitter, and retries every error. fn marks an error that no
-// retry can fix with Permanent, and asks for a wait with After, as an HTTP
-// Retry-After header does (ParseRetryAfter reads one). When Do gives up, a
-// *RetryExhausted says why, after how many attempts, and what failed last.
+// The zero [Policy] makes 5 attempts, waiting from 100ms to 30s with
+// [DecorrelatedJitter], and retries every error. fn marks an error that no
+// retry can fix with [Permanent], and asks for a wait with [After], as an
+// HTTP Retry-After header does ([ParseRetryAfter] reads one). When [Do]
+// gives up, a *[RetryExhausted] says why, after how many attempts, and what
+// failed last.
 //
-// Start with Do and Policy. The README has recipes for HTTP, gRPC, a
+// Start with [Do] and [Policy]. The README has recipes for HTTP, gRPC, a
 // circuit breaker, metrics, and tests on fake time.
 package retry
 
@@ -125,7 +126,7 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	}
 }
 
-// DoValue is Do for a function that returns a value with its error. It
+// DoValue is [Do] for a function that returns a value with its error. It
 // returns the value of the call that succeeded, or the zero T with the
 // error that Do would return.
 func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p Policy) (T, error) {
