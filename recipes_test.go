@@ -218,46 +218,95 @@ func (b *bodyRecorder) Close() error {
 	return nil
 }
 
-// The breaker recipe decides on the Reason: Canceled only when the caller
-// cancelled ctx; running out of time, whether Do gave up ahead of ctx's
-// deadline or an attempt hung until it, is the dependency's failure.
+// TestBreakerDecidesOnReason checks the README's breaker table: what Do
+// returned is, through breakerExcluded and then breakerSuccessful, as
+// gobreaker asks them, neither a success nor a failure, a success, or a
+// failure.
 func TestBreakerDecidesOnReason(t *testing.T) {
 	unavailable := func(context.Context) error { return errUnavailable }
+	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	refuse := func(error) bool { return false } // as for a call that is not idempotent
+	sleepFails := retry.SleeperFunc(func(context.Context, time.Duration) error { return errors.New("no timer") })
+	const ms = time.Millisecond
 	for _, tt := range []struct {
-		name    string
-		timeout time.Duration // of ctx, if not 0
-		leave   bool          // the caller cancels ctx during the first attempt
-		p       retry.Policy
-		fn      func(ctx context.Context) error
-		failed  bool
+		name   string
+		ctx    string // "": Background; "done": cancelled before Do; "leave": cancelled by fn; "20ms", "1h": a deadline
+		p      retry.Policy
+		fn     func(ctx context.Context) error
+		reason retry.Reason // of the *RetryExhausted; 0 for any other error
+		want   string
 	}{
-		{"success", 0, false, retry.Policy{}, func(context.Context) error { return nil }, false},
-		{"Permanent", 0, false, retry.Policy{}, func(context.Context) error { return retry.Permanent(errUnavailable) }, false},
-		{"out of attempts", 0, false, retry.Policy{MaxAttempts: 2, BaseDelay: time.Nanosecond}, unavailable, true},
-		{"next wait past ctx's deadline, ctx alive", time.Hour, false, retry.Policy{BaseDelay: 2 * time.Hour}, unavailable, true},
-		{"hung until ctx's deadline", 20 * time.Millisecond, false, retry.Policy{},
-			func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, true},
-		{"the caller left", 0, true, retry.Policy{}, unavailable, false},
+		{"nil", "", retry.Policy{}, func(context.Context) error { return nil }, 0, "success"},
+		{"Permanent", "", retry.Policy{}, func(context.Context) error { return retry.Permanent(errUnavailable) }, 0, "success"},
+		{"refused by IsRetryable", "", retry.Policy{IsRetryable: refuse}, unavailable, 0, "success"},
+		{"out of attempts", "", retry.Policy{MaxAttempts: 2, Sleeper: noWait}, unavailable, retry.MaxAttemptsReached, "failure"},
+		{"next wait past ctx's deadline", "1h", retry.Policy{BaseDelay: 2 * time.Hour}, unavailable, retry.DeadlineReached, "failure"},
+		{"hung until ctx's deadline", "20ms", retry.Policy{}, hang, retry.DeadlineReached, "failure"},
+		{"hint too long", "", retry.Policy{MaxDelay: time.Second}, func(context.Context) error { return retry.After(time.Minute, errUnavailable) },
+			retry.HintTooLong, "failure"},
+		{"no Budget token", "", retry.Policy{Budget: retry.NewBudget(0, 1), Sleeper: noWait}, unavailable, retry.BudgetExhausted, "failure"},
+		{"hung until AttemptTimeout, refused", "", retry.Policy{AttemptTimeout: 10 * ms, IsRetryable: refuse}, hang, 0, "failure"},
+		{"hung until AttemptTimeout, wrapped, refused", "", retry.Policy{AttemptTimeout: 10 * ms, IsRetryable: refuse},
+			func(ctx context.Context) error { return fmt.Errorf("get: %w", hang(ctx)) }, 0, "failure"},
+		{"the caller left", "leave", retry.Policy{}, unavailable, retry.Canceled, "neither"},
+		{"ctx cancelled before Do", "done", retry.Policy{}, unavailable, 0, "neither"},
+		{"the Sleeper failed", "", retry.Policy{Sleeper: sleepFails}, unavailable, retry.SleepFailed, "neither"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			fn := tt.fn
-			if tt.leave {
+			switch tt.ctx {
+			case "done":
+				cancel()
+			case "leave":
 				fn = func(ctx context.Context) error { cancel(); return tt.fn(ctx) }
-			}
-			if tt.timeout != 0 {
-				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+			case "20ms", "1h":
+				d, _ := time.ParseDuration(tt.ctx)
+				ctx, cancel = context.WithTimeout(ctx, d)
 				defer cancel()
 			}
 			err := retry.Do(ctx, fn, tt.p)
-			if got := dependencyFailed(err); got != tt.failed {
-				t.Errorf("dependencyFailed(%v) = %v; want %v", err, got, tt.failed)
+			var reason retry.Reason
+			if re, ok := err.(*retry.RetryExhausted); ok {
+				reason = re.Reason
 			}
-			if tt.failed && ctx.Err() == nil && !errors.Is(err, errUnavailable) {
-				t.Errorf("Do() = %v; want it to reach the last error", err)
+			got := "failure"
+			switch {
+			case breakerExcluded(err):
+				got = "neither"
+			case breakerSuccessful(err):
+				got = "success"
+			}
+			if got != tt.want || reason != tt.reason {
+				t.Errorf("Do() = %v: reason %v, counts as %s; want reason %v, counts as %s", err, reason, got, tt.reason, tt.want)
 			}
 		})
+	}
+}
+
+// TestBreakerCallSkipsDoneCtx: a call whose ctx is already done, by
+// cancellation or by its deadline, calls neither fn nor the breaker, so
+// that the failures before and after it are in a row.
+func TestBreakerCallSkipsDoneCtx(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	p := retry.Policy{MaxAttempts: 1}
+	down := func(context.Context) error { return errUnavailable }
+	for _, ctx := range []context.Context{cancelled, expired} {
+		b := &breaker{threshold: 2, cooldown: time.Minute, now: time.Now,
+			isExcluded: breakerExcluded, isSuccessful: breakerSuccessful, state: "closed"}
+		callThroughBreaker(context.Background(), b, down, p)
+		calls := 0
+		err := callThroughBreaker(ctx, b, func(context.Context) error { calls++; return nil }, p)
+		between := b.state
+		callThroughBreaker(context.Background(), b, down, p)
+		if err != ctx.Err() || calls != 0 || between != "closed" || b.state != "open" {
+			t.Errorf("callThroughBreaker(%v) = %v, %d calls, breaker %s, then %s after a failure; want ctx's error, 0 calls, closed, then open",
+				ctx.Err(), err, calls, between, b.state)
+		}
 	}
 }
 
