@@ -109,6 +109,63 @@ func TestRoundTripper(t *testing.T) {
 	}
 }
 
+// TestRoundTripperReplay: with MaxAttempts 1, net/http's Transport still
+// sends a GET, or a POST with an Idempotency-Key, a second time when the
+// reused connection breaks after the server read the request; a POST
+// without the key reaches the server once, as retryTransport's doc says.
+func TestRoundTripperReplay(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/break" && hits.Add(1) == 1 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close() // the server has the request; the client gets no answer
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	for _, tt := range []struct {
+		name, method, key string
+		hits              int32
+		want              string // the response's status, or "error"
+	}{
+		{"GET", http.MethodGet, "", 2, "200 OK"},
+		{"POST with an Idempotency-Key", http.MethodPost, "order-7", 2, "200 OK"},
+		{"POST", http.MethodPost, "", 1, "error"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: &retryTransport{Base: tr, Policy: retry.Policy{MaxAttempts: 1}}}
+			resp, err := client.Get(srv.URL + "/warm") // leaves an idle connection for the next request
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+
+			hits.Store(0)
+			var body io.Reader = http.NoBody
+			if tt.method == http.MethodPost {
+				body = strings.NewReader("order 7") // GetBody can rebuild it
+			}
+			req, _ := http.NewRequest(tt.method, srv.URL+"/break", body)
+			if tt.key != "" {
+				req.Header.Set("Idempotency-Key", tt.key)
+			}
+			got := "error"
+			if resp, err := client.Do(req); err == nil {
+				got = resp.Status
+				resp.Body.Close()
+			}
+			if got != tt.want || hits.Load() != tt.hits {
+				t.Errorf("%s with MaxAttempts 1: %s, %d requests reached the server; want %s, %d", tt.method, got, hits.Load(), tt.want, tt.hits)
+			}
+		})
+	}
+}
+
 // result is body, or err's message.
 func result(body []byte, err error) string {
 	if err != nil {
