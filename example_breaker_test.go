@@ -10,9 +10,8 @@ import (
 	"github.com/quietwire/retry"
 )
 
-// breakerExcluded reports whether what Do returned says nothing about the
-// dependency, for gobreaker's Settings.IsExcluded: the caller left, or its
-// Sleeper failed.
+// breakerExcluded, for gobreaker's Settings.IsExcluded, reports whether what Do
+// returned says nothing about the dependency: the caller left, or its Sleeper failed.
 func breakerExcluded(err error) bool {
 	re, gaveUp := err.(*retry.RetryExhausted) // Do returns it unwrapped
 	if !gaveUp {
@@ -21,16 +20,13 @@ func breakerExcluded(err error) bool {
 	return re.Reason == retry.Canceled || re.Reason == retry.SleepFailed
 }
 
-// breakerSuccessful reports whether what Do returned, if not excluded,
-// counts as a success, for gobreaker's Settings.IsSuccessful.
+// breakerSuccessful, for gobreaker's Settings.IsSuccessful, reports whether what Do
+// returned, if not excluded, is a success: nil, or fn's error as it is but a timeout.
 func breakerSuccessful(err error) bool {
-	if _, gaveUp := err.(*retry.RetryExhausted); gaveUp {
-		return false // out of attempts or time, a hint too long, no Budget token
-	}
-	// nil, or fn's error as it is: the dependency answered, unless it timed out
-	// (with gRPC, also status.Code(err) == codes.DeadlineExceeded). Add your own
-	// failures here, such as a 5xx refused for a call that is not idempotent.
-	return !errors.Is(err, context.DeadlineExceeded)
+	_, gaveUp := err.(*retry.RetryExhausted)
+	// With gRPC, add status.Code(err) == codes.DeadlineExceeded; add your own failures,
+	// such as a 5xx that IsRetryable refused for a call that is not idempotent.
+	return !gaveUp && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // Errors of the breaker, named as gobreaker names them.
@@ -109,7 +105,7 @@ func (b *breaker) set(state string) {
 // trip the breaker alone, and an open breaker costs no attempt and no wait.
 func callThroughBreaker(ctx context.Context, b *breaker, fn func(context.Context) error, p retry.Policy) error {
 	if err := ctx.Err(); err != nil {
-		return err // the dependency is not asked, nor the breaker
+		return err // ask no breaker: a bare ctx.Err() may also be fn's own timeout
 	}
 	done, err := b.Allow()
 	if err != nil {
