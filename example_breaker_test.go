@@ -39,9 +39,8 @@ var (
 // TwoStepCircuitBreaker, small enough to read. It opens after threshold
 // failures in a row and refuses calls for cooldown; then, half-open, it
 // lets one call through as a probe, whose success closes it and whose
-// failure opens it again. Allow asks to make a call and, if the call may
-// go ahead, returns done, which must be told the call's error; isExcluded
-// and isSuccessful sort the errors, as gobreaker's Settings do.
+// failure opens it again. isExcluded and isSuccessful sort the errors, as
+// gobreaker's Settings do.
 type breaker struct {
 	threshold    int
 	cooldown     time.Duration
@@ -57,6 +56,8 @@ type breaker struct {
 	gen      int       // changes of state: an outcome from an older state is ignored
 }
 
+// Allow returns done, to be told the error of the call it lets through, or
+// errOpen or errTooManyRequests.
 func (b *breaker) Allow() (done func(err error), err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -127,6 +128,7 @@ func Example_breaker() {
 	b := &breaker{threshold: 2, cooldown: time.Minute, now: clock.Now,
 		isExcluded: breakerExcluded, isSuccessful: breakerSuccessful, state: "closed"}
 	p := retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: clock, Sleeper: sleep}
+	errUnavailable := errors.New("service unavailable")
 
 	attempts := 0
 	var leave context.CancelFunc // the caller's, who leaves during the call
