@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 )
 
-// ErrBudgetExhausted is the Cause of a RetryExhausted whose Reason is
-// BudgetExhausted.
+// ErrBudgetExhausted is the Cause of a [RetryExhausted] whose Reason is
+// [BudgetExhausted].
 var ErrBudgetExhausted = errors.New("retry: retry budget exhausted")
 
 // tokenScale is the fixed-point unit of a Budget's balance: one token is
@@ -20,30 +20,31 @@ var ErrBudgetExhausted = errors.New("retry: retry budget exhausted")
 // more than 1e-9 below 0.000001 earns nothing.
 const tokenScale = 1_000_000
 
-// A Budget caps retries at a share of calls, across all the Do calls that
+// A Budget caps retries at a share of calls, across all the [Do] calls that
 // use it, so that retries cannot multiply the load on a service that is
 // already down.
 //
-// Each Do call that calls fn deposits ratio tokens (see NewBudget), up to
-// a balance of burst, and each retry takes one token once the wait has
+// Each Do call that calls fn deposits ratio tokens (see [NewBudget]), up
+// to a balance of burst, and each retry takes one token once the wait has
 // passed every other check. The token comes back if fn is not called again
-// after all: Do stopped during the wait, or a panic in OnRetry, the
-// Sleeper or the Clock unwound it. With less than one token, Do gives up
-// with ErrBudgetExhausted. So retries number at most ratio × calls + burst
-// for a ratio of six decimals, and (ratio + 1e-9) × calls + burst for any.
+// after all: Do stopped during the wait, or a panic in [Policy.OnRetry],
+// the [Sleeper] or the [Clock] unwound it. With less than one token, Do
+// gives up with [ErrBudgetExhausted]. So retries number at most ratio ×
+// calls + burst for a ratio of six decimals, and (ratio + 1e-9) × calls +
+// burst for any.
 //
 // A Budget is safe for concurrent use, and takes no lock. The zero Budget
-// is invalid: make one with NewBudget.
+// is invalid: make one with [NewBudget].
 type Budget struct {
 	deposit, capacity int64 // in tokenScale units
 	balance           atomic.Int64
 	err               error // why the arguments of NewBudget were rejected
 }
 
-// NewBudget returns a full Budget of at most burst tokens, which earns
-// ratio tokens per Do call that calls fn. ratio must be in [0, 1]; it
+// NewBudget returns a full [Budget] of at most burst tokens, which earns
+// ratio tokens per [Do] call that calls fn. ratio must be in [0, 1]; it
 // counts to the millionth, rounded down unless within 1e-9 of one. burst
-// must be from 1 to math.MaxInt64/1e6, or a Policy with the Budget is
+// must be from 1 to math.MaxInt64/1e6, or a [Policy] with the Budget is
 // invalid. NewBudget(0.1, 10) lets
 // retries add 10% to the load, after a burst of 10.
 func NewBudget(ratio float64, burst int) *Budget {

@@ -10,9 +10,9 @@ import (
 	"unicode/utf8"
 )
 
-// RetryExhausted is the error Do returns when it gives up before fn
-// succeeds, other than by returning fn's error as it is. errors.Is and
-// errors.As reach both Last and Cause through it.
+// RetryExhausted is the error [Do] returns when it gives up before fn
+// succeeds, other than by returning fn's error as it is. [errors.Is] and
+// [errors.As] reach both Last and Cause through it.
 type RetryExhausted struct {
 	Attempts int           // calls of fn, the first included
 	Elapsed  time.Duration // from Do's call to giving up, on Policy.Clock
@@ -126,12 +126,12 @@ func (e *RetryExhausted) Unwrap() []error {
 	return errs
 }
 
-// Reason says why Do stopped retrying. More Reasons may come in a minor
-// version: treat one you do not know as a failure. Their Strings do not
-// change within v1, so they may serve as metric labels.
+// Reason says why [Do] stopped retrying. More Reasons may come in a minor
+// version: treat one you do not know as a failure. Their [Reason.String]
+// values do not change within v1, so they may serve as metric labels.
 type Reason int
 
-// The reasons a RetryExhausted gives.
+// The reasons a [RetryExhausted] gives.
 const (
 	// MaxAttemptsReached means fn was called Policy.MaxAttempts times.
 	MaxAttemptsReached Reason = iota + 1

@@ -35,6 +35,14 @@ import (
 // body after RoundTrip returns, and Do cancels the attempt's ctx when fn
 // returns. Bound the whole exchange with http.Client.Timeout or the
 // request's ctx instead.
+//
+// MaxAttempts counts Do's attempts, not the requests that reach the
+// server: net/http's Transport itself sends a request again, once, when a
+// reused connection breaks before the answer, if the request is a GET,
+// HEAD, OPTIONS or TRACE or has an Idempotency-Key, and its body, if any,
+// can be rebuilt. So even with MaxAttempts 1 such a request may reach the
+// server twice; one that must reach it at most once has another method
+// and no Idempotency-Key.
 type retryTransport struct {
 	Base   http.RoundTripper // nil means http.DefaultTransport
 	Policy retry.Policy

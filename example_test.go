@@ -6,18 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"regexp"
-	"runtime/debug"
-	"slices"
 	"strings"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/quietwire/retry"
@@ -88,6 +80,7 @@ func read(resp *http.Response, err error) ([]byte, error) {
 	return nil, retry.Permanent(errors.New(resp.Status)) // would fail the same way again
 }
 
+// Do calls fn again after an error, here until the third call succeeds.
 func ExampleDo() {
 	calls := 0
 	err := retry.Do(context.Background(), func(ctx context.Context) error {
@@ -101,6 +94,7 @@ func ExampleDo() {
 	// Output: 3 <nil>
 }
 
+// DoValue returns the value of the call that succeeded.
 func ExampleDoValue() {
 	calls := 0
 	n, err := retry.DoValue(context.Background(), func(ctx context.Context) (int, error) {
@@ -202,6 +196,8 @@ func ExamplePermanent() {
 	// Output: 1 get user 7: not found true
 }
 
+// When Do gives up, errors.As finds the *RetryExhausted, which says after
+// how many attempts and why, and errors.Is reaches fn's last error.
 func ExampleRetryExhausted() {
 	err := retry.Do(context.Background(), func(ctx context.Context) error {
 		return errUnavailable
@@ -238,6 +234,7 @@ func ExampleRetryExhausted_deadline() {
 	// retry: gave up after 2 attempts in 1.1s (deadline reached: Policy.Timeout passed): service unavailable
 }
 
+// NoJitter doubles the wait after each retry, up to max.
 func ExampleNoJitter() {
 	for n := range 6 {
 		fmt.Print(retry.NoJitter(n, 100*time.Millisecond, time.Second, 0, 0), " ")
@@ -245,6 +242,7 @@ func ExampleNoJitter() {
 	// Output: 100ms 200ms 400ms 800ms 1s 1s
 }
 
+// FullJitter draws the wait from zero up to the capped exponential.
 func ExampleFullJitter() {
 	// n = 3: the capped exponential is 800ms; the wait is u of it.
 	for _, u := range []float64{0, 0.25, 0.5, 0.999} {
@@ -253,6 +251,7 @@ func ExampleFullJitter() {
 	// Output: 0s 200ms 400ms 799.2ms
 }
 
+// EqualJitter draws the wait from the upper half of the capped exponential.
 func ExampleEqualJitter() {
 	// n = 3: the capped exponential is 800ms; the wait lies in [400ms, 800ms].
 	for _, u := range []float64{0, 0.25, 0.5, 0.999} {
@@ -261,6 +260,8 @@ func ExampleEqualJitter() {
 	// Output: 400ms 500ms 600ms 799.6ms
 }
 
+// DecorrelatedJitter draws each wait between base and three times the
+// previous one, capped at max.
 func ExampleDecorrelatedJitter() {
 	// Each wait is drawn from [base, 3·prev], capped at max.
 	prev := 100 * time.Millisecond
@@ -375,7 +376,7 @@ func ExampleParseRetryAfter() {
 // A GET retried on a 503 and a 429, each with a Retry-After header: each
 // wait is the server's. Fake time, which starts at time.Now(), keeps the
 // example instant.
-func Example_http() {
+func Example_retryAfterHeader() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch hits.Add(1) {
@@ -411,7 +412,7 @@ func Example_http() {
 }
 
 // A 404 is Permanent: Do returns it after one call, without a wait.
-func Example_httpNotFound() {
+func Example_notFound() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -426,7 +427,7 @@ func Example_httpNotFound() {
 
 // A Retry-After longer than MaxDelay ends the retries at once: Do neither
 // waits 2 minutes nor calls again sooner than the server asked.
-func Example_httpHintTooLong() {
+func Example_retryAfterTooLong() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "120")
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -443,7 +444,7 @@ func Example_httpHintTooLong() {
 // A POST with a body and an Idempotency-Key, retried after a 503: each
 // attempt builds its own request, so the server gets the whole body twice,
 // with the same key.
-func Example_httpPost() {
+func Example_postIdempotencyKey() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -476,7 +477,7 @@ func Example_httpPost() {
 
 // A connection reset halfway through the body fails the attempt that reads
 // it, inside fn, and the next attempt gets the whole body.
-func Example_httpResetMidBody() {
+func Example_resetMidBody() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hits.Add(1) == 1 {
@@ -504,7 +505,7 @@ func Example_httpResetMidBody() {
 
 // An attempt that outlives AttemptTimeout is cancelled and retried. This
 // example waits for real, for one AttemptTimeout.
-func Example_httpAttemptTimeout() {
+func Example_attemptTimeout() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hits.Add(1) == 1 {
@@ -527,316 +528,4 @@ func Example_httpAttemptTimeout() {
 	// Output:
 	// attempt 1: Get "$URL": context deadline exceeded; retrying
 	// hello <nil>
-}
-
-// TestRoundTripper checks the rows of the README's table after the first,
-// and that retryTransport drains a short response that it retries, so
-// that one connection serves every attempt.
-func TestRoundTripper(t *testing.T) {
-	var conns, resets atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/reset" && resets.Add(1) > 2 {
-			conn, _, _ := w.(http.Hijacker).Hijack()
-			conn.Close() // a network error, after two 503s
-			return
-		}
-		if r.URL.Path == "/hang" { // a 503 whose body never ends
-			w.WriteHeader(http.StatusServiceUnavailable)
-			w.(http.Flusher).Flush()
-			<-r.Context().Done()
-			return
-		}
-		w.Header().Set("Retry-After", "0")
-		http.Error(w, strings.Repeat("busy ", 1000), http.StatusServiceUnavailable)
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
-	untilDone := retry.SleeperFunc(func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() })
-	for _, tt := range []struct {
-		name, path string
-		ctx        string // "": Background; "timeout": 250ms; "done": cancelled at once; "cancel": by OnRetry
-		p          retry.Policy
-		want       string // RoundTrip's error, or the response and what reading its body gave
-		conns      int32  // if not 0
-		unsent     bool   // RoundTrip must close the request's body, which it does not send
-	}{
-		{"drains what it retries", "/", "", retry.Policy{MaxAttempts: 4}, "503, 5001 bytes, <nil>", 1, false},
-		{"the last attempt's error", "/reset", "", retry.Policy{MaxAttempts: 3}, "max attempts reached after 3", 0, false},
-		{"request ctx cancelled", "/", "cancel", retry.Policy{}, "canceled after 1", 0, false},
-		{"next wait past ctx's deadline", "/hang", "timeout", retry.Policy{BaseDelay: time.Hour}, "503, 0 bytes, context deadline exceeded", 0, false},
-		{"ctx's timer ends the wait", "/hang", "timeout", retry.Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Sleeper: untilDone},
-			"503, 0 bytes, context deadline exceeded", 0, false},
-		{"AttemptTimeout set", "/", "", retry.Policy{AttemptTimeout: time.Second}, "retryTransport: Policy.AttemptTimeout and Timeout must be 0", 0, true},
-		{"invalid Policy", "/", "", retry.Policy{MaxAttempts: -1}, "retry: invalid policy", 0, true},
-		{"ctx done", "/", "done", retry.Policy{}, "context canceled", 0, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			switch tt.ctx {
-			case "timeout":
-				ctx, cancel = context.WithTimeout(ctx, 250*time.Millisecond)
-				defer cancel()
-			case "done":
-				cancel()
-			case "cancel":
-				tt.p.OnRetry = func(context.Context, int, error, time.Duration) { cancel() }
-			}
-			body := &bodyRecorder{Reader: strings.NewReader("x")}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+tt.path, body)
-			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
-			if tt.p.Sleeper == nil {
-				tt.p.Sleeper = noWait
-			}
-			conns.Store(0)
-			resp, err := (&retryTransport{Base: srv.Client().Transport, Policy: tt.p}).RoundTrip(req)
-			var re *retry.RetryExhausted
-			got := fmt.Sprint(err)
-			switch {
-			case errors.As(err, &re):
-				got = fmt.Sprintf("%v after %d", re.Reason, re.Attempts)
-			case err == nil:
-				if tt.ctx == "timeout" {
-					<-ctx.Done()
-				}
-				b, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				got = fmt.Sprintf("%d, %d bytes, %v", resp.StatusCode, len(b), err)
-			}
-			if !strings.HasPrefix(got, tt.want) || tt.unsent && !body.closed {
-				t.Errorf("RoundTrip() = %q, body closed %v; want %q, and closed if unsent", got, body.closed, tt.want)
-			}
-			if n := conns.Load(); tt.conns != 0 && n != tt.conns {
-				t.Errorf("RoundTrip() used %d connections; want %d", n, tt.conns)
-			}
-		})
-	}
-}
-
-// result is body, or err's message.
-func result(body []byte, err error) string {
-	if err != nil {
-		return err.Error()
-	}
-	return string(body)
-}
-
-// TestHTTPReadsAtMostMaxDrain: each client reads at most maxDrain bytes of
-// an 8 MiB body that it retries or refuses, and closes it; it reads a 2xx
-// body whole, and the transport leaves the response it returns unread.
-func TestHTTPReadsAtMostMaxDrain(t *testing.T) {
-	big := bytes.Repeat([]byte("x"), 8<<20)
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/missing":
-			w.WriteHeader(http.StatusNotFound)
-		case r.URL.Path == "/down" || hits.Add(1) <= 2:
-			w.Header().Set("Retry-After", "0")
-			w.WriteHeader(http.StatusServiceUnavailable)
-		default:
-			fmt.Fprint(w, "ok")
-			return
-		}
-		w.Write(big)
-	}))
-	defer srv.Close()
-	p := retry.Policy{MaxAttempts: 3, Sleeper: noWait}
-	get := func(c *http.Client, url string) string { return result(getBody(context.Background(), c, url, p)) }
-	post := func(c *http.Client, url string) string {
-		return result(postOrder(context.Background(), c, url, "k", []byte("order"), p))
-	}
-	transport := func(c *http.Client, url string) string {
-		c.Transport = &retryTransport{Base: c.Transport, Policy: p}
-		resp, err := c.Get(url)
-		if err != nil {
-			return err.Error()
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		return fmt.Sprintf("%s, %d bytes, %v", resp.Status, len(body), err)
-	}
-	for _, tt := range []struct {
-		name, path string
-		call       func(c *http.Client, url string) string
-		want       string
-		reads      []int // of each response's body
-	}{
-		{"getBody", "/", get, "ok", []int{maxDrain, maxDrain, 2}},
-		{"getBody/refused", "/missing", get, "404 Not Found", []int{maxDrain}},
-		{"postOrder", "/", post, "ok", []int{maxDrain, maxDrain, 2}},
-		{"retryTransport", "/", transport, "200 OK, 2 bytes, <nil>", []int{maxDrain, maxDrain, 2}},
-		{"retryTransport/gave up", "/down", transport, "503 Service Unavailable, 8388608 bytes, <nil>", []int{maxDrain, maxDrain, 8 << 20}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			hits.Store(0)
-			var bodies []*bodyRecorder
-			c := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-				resp, err := srv.Client().Transport.RoundTrip(r)
-				if err == nil {
-					bodies = append(bodies, &bodyRecorder{Reader: resp.Body})
-					resp.Body = bodies[len(bodies)-1]
-				}
-				return resp, err
-			})}
-			if got := tt.call(c, srv.URL+tt.path); got != tt.want {
-				t.Errorf("got %q; want %q", got, tt.want)
-			}
-			var reads []int
-			for i, b := range bodies {
-				reads = append(reads, b.read)
-				if !b.closed {
-					t.Errorf("response %d: body not closed", i+1)
-				}
-			}
-			if !slices.Equal(reads, tt.reads) {
-				t.Errorf("bytes read of each body: %v; want %v", reads, tt.reads)
-			}
-		})
-	}
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// bodyRecorder is a body that counts the bytes read from it and records
-// whether it was closed.
-type bodyRecorder struct {
-	io.Reader
-	read   int
-	closed bool
-}
-
-func (b *bodyRecorder) Read(p []byte) (int, error) {
-	n, err := b.Reader.Read(p)
-	b.read += n
-	return n, err
-}
-
-func (b *bodyRecorder) Close() error {
-	b.closed = true
-	if c, ok := b.Reader.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
-
-// The breaker recipe decides on the Reason: Canceled only when the caller
-// cancelled ctx; running out of time, whether Do gave up ahead of ctx's
-// deadline or an attempt hung until it, is the dependency's failure.
-func TestBreakerDecidesOnReason(t *testing.T) {
-	unavailable := func(context.Context) error { return errUnavailable }
-	for _, tt := range []struct {
-		name    string
-		timeout time.Duration // of ctx, if not 0
-		leave   bool          // the caller cancels ctx during the first attempt
-		p       retry.Policy
-		fn      func(ctx context.Context) error
-		failed  bool
-	}{
-		{"success", 0, false, retry.Policy{}, func(context.Context) error { return nil }, false},
-		{"Permanent", 0, false, retry.Policy{}, func(context.Context) error { return retry.Permanent(errUnavailable) }, false},
-		{"out of attempts", 0, false, retry.Policy{MaxAttempts: 2, BaseDelay: time.Nanosecond}, unavailable, true},
-		{"next wait past ctx's deadline, ctx alive", time.Hour, false, retry.Policy{BaseDelay: 2 * time.Hour}, unavailable, true},
-		{"hung until ctx's deadline", 20 * time.Millisecond, false, retry.Policy{},
-			func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, true},
-		{"the caller left", 0, true, retry.Policy{}, unavailable, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			fn := tt.fn
-			if tt.leave {
-				fn = func(ctx context.Context) error { cancel(); return tt.fn(ctx) }
-			}
-			if tt.timeout != 0 {
-				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
-				defer cancel()
-			}
-			err := retry.Do(ctx, fn, tt.p)
-			if got := dependencyFailed(err); got != tt.failed {
-				t.Errorf("dependencyFailed(%v) = %v; want %v", err, got, tt.failed)
-			}
-			if tt.failed && ctx.Err() == nil && !errors.Is(err, errUnavailable) {
-				t.Errorf("Do() = %v; want it to reach the last error", err)
-			}
-		})
-	}
-}
-
-// The README's observability recipe, as written, makes no allocation for
-// a call that succeeds.
-func TestObserveRecipeAllocatesNothingOnSuccess(t *testing.T) {
-	if info, _ := debug.ReadBuildInfo(); info != nil && slices.Contains(info.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
-		t.Skip("the race detector allocates on its own")
-	}
-	m := newCallSite()
-	p := instrument(retry.Policy{}, m, slog.New(requestIDHandler{slog.NewTextHandler(io.Discard, nil)}))
-	ctx := withRequestID(context.Background(), "r1")
-	succeed := func(context.Context) error { return nil }
-	if got := testing.AllocsPerRun(100, func() { retry.Do(ctx, succeed, p) }); got != 0 {
-		t.Errorf("Do() with the recipe's hooks, success: allocations = %v; want 0", got)
-	}
-	if got, want := m.outcomes.Get("success_first_try").String(), "101"; got != want {
-		t.Errorf(`outcomes["success_first_try"] = %s; want %s`, got, want)
-	}
-}
-
-// TestREADMEGoBlocks checks that each Go block of README.md compiles: it
-// stands in a _test.go file of this package, as it is or indented one tab
-// (the body of a function). Only the gRPC recipe, marked "not compiled",
-// is left out, since the module does not import gRPC. The call in the
-// package doc must be Example's, as it is.
-func TestREADMEGoBlocks(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, _ := filepath.Glob("*_test.go")
-	var src []byte
-	for _, name := range names {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = append(src, b...)
-	}
-	blocks := regexp.MustCompile("(?s)(<!-- not compiled: needs google.golang.org/grpc -->)?\n```go\n(.*?)```\n").FindAllStringSubmatch(string(readme), -1)
-	skipped := 0
-	for i, m := range blocks {
-		if m[1] != "" {
-			skipped++
-			continue
-		}
-		indented := "\t" + strings.ReplaceAll(strings.TrimSuffix(m[2], "\n"), "\n", "\n\t") + "\n"
-		indented = strings.ReplaceAll(indented, "\t\n", "\n") // blank lines stay blank
-		if !bytes.Contains(src, []byte(m[2])) && !bytes.Contains(src, []byte(indented)) {
-			first, _, _ := strings.Cut(m[2], "\n")
-			t.Errorf("README.md's Go block %d, starting %q, is in no _test.go file", i+1, first)
-		}
-	}
-	pkg, err := os.ReadFile("retry.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, _, _ := strings.Cut(string(pkg), "\npackage retry\n")
-	var call strings.Builder
-	for _, line := range strings.Split(doc, "\n") {
-		if code, ok := strings.CutPrefix(line, "//\t"); ok {
-			call.WriteString("\t" + code + "\n")
-		}
-	}
-	if example := "\nfunc Example() {\n"; call.Len() == 0 || !bytes.Contains(src, []byte(example)) ||
-		!strings.Contains(strings.SplitAfter(string(src), example)[1], call.String()) {
-		t.Errorf("the package doc's call is not Example's:\n%s", call.String())
-	}
-	if len(blocks)-skipped < 5 || skipped != 1 {
-		t.Errorf("README.md has %d checked Go blocks and %d marked not compiled; want at least 5, and 1", len(blocks)-skipped, skipped)
-	}
 }

@@ -16,7 +16,7 @@ import (
 // Simulations on virtual time of what jitter and a Budget do for the
 // downstream, with this package's own jitter functions, Budget and Do.
 // Each is seeded and deterministic; `go test -run TestHerd -v` prints the
-// tables and the chart that README.md quotes.
+// figures that README.md quotes, and more.
 
 // schedule is a way to wait between attempts; a nil Jitter retries at once.
 type schedule struct {

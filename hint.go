@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// After returns err with a hint that asks Do to wait at least d before it
-// calls fn again, as an HTTP Retry-After header does. Do honours it for
-// that one wait, or gives up with HintTooLong if d is above
-// Policy.MaxDelay or would not end before a deadline. The error has a
+// After returns err with a hint that asks [Do] to wait at least d before
+// it calls fn again, as an HTTP Retry-After header does. Do honours it for
+// that one wait, or gives up with [HintTooLong] if d is above
+// [Policy.MaxDelay] or would not end before a deadline. The error has a
 // method RetryAfter() time.Duration, which Do looks for in fn's error
-// chain. The message is err's, and errors.Is and errors.As see through the
-// hint. After returns err itself if err is nil or d is not positive.
+// chain. The message is err's, and [errors.Is] and [errors.As] see through
+// the hint. After returns err itself if err is nil or d is not positive.
 func After(d time.Duration, err error) error {
 	if err == nil || d <= 0 {
 		return err
@@ -38,11 +38,11 @@ func (e *afterError) RetryAfter() time.Duration { return e.d }
 //
 //	d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 //
-// Dates are read with time.Parse in net/http's ParseTime's layouts, but an
-// RFC 850 date only in GMT. Unlike RFC 9110: a two-digit year is 19xx from
-// 69 and 20xx below, a second 60 is refused, and the day name is not
-// checked; a one-digit hour, fractional seconds, runs of spaces and names
-// in any case pass.
+// Dates are read with [time.Parse] in the layouts of [net/http.ParseTime],
+// but an RFC 850 date only in GMT. Unlike RFC 9110: a two-digit year is
+// 19xx from 69 and 20xx below, a second 60 is refused, and the day name is
+// not checked; a one-digit hour, fractional seconds, runs of spaces and
+// names in any case pass.
 func ParseRetryAfter(value string, now time.Time) (d time.Duration, ok bool) {
 	value = strings.Trim(value, " \t")
 	if value != "" && strings.Trim(value, "0123456789") == "" { // delay-seconds

@@ -7,7 +7,7 @@ import (
 
 // Jitter chooses the wait before a retry, as a pure function of its
 // arguments: n is the number of retries already made (0 for the first
-// wait), base and max are the Policy's BaseDelay and MaxDelay, prev is
+// wait), base and max are [Policy.BaseDelay] and [Policy.MaxDelay], prev is
 // what it chose for the previous wait (before a hint raised it), or base
 // before the first, and u is uniform in [0, 1].
 //
@@ -36,7 +36,7 @@ func EqualJitter(n int, base, max, prev time.Duration, u float64) time.Duration 
 
 // DecorrelatedJitter returns min(max, base + u·(3·p − base)), where
 // p = max(prev, base): a wait in [base, max] that grows from the previous
-// one. It is the default Jitter.
+// one. It is the default [Jitter].
 func DecorrelatedJitter(n int, base, max, prev time.Duration, u float64) time.Duration {
 	max = clamp(max, 0, math.MaxInt64)
 	base = clamp(base, 0, max)

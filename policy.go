@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Defaults that a zero field of Policy stands for.
+// Defaults that a zero field of [Policy] stands for.
 const (
 	// DefaultMaxAttempts is the MaxAttempts of a Policy with MaxAttempts 0.
 	DefaultMaxAttempts = 5
@@ -21,14 +21,14 @@ const (
 	DefaultMaxDelay = 30 * time.Second
 )
 
-// Policy says how often Do calls fn, how long it waits in between and
+// Policy says how often [Do] calls fn, how long it waits in between and
 // which errors it retries.
 //
 // A Policy is a plain value: all that changes during a call lives inside
 // Do, so one Policy may be shared by concurrent calls, provided its
 // functions are safe for concurrent use too. The zero Policy is valid: 5
 // attempts, decorrelated waits from 100ms capped at 30s, no time limit,
-// and every error retried except those marked with Permanent.
+// and every error retried except those marked with [Permanent].
 type Policy struct {
 	// MaxAttempts is the number of calls of fn, the first included: 1
 	// means no retries. For no limit but time, set math.MaxInt with a
@@ -78,12 +78,12 @@ type Policy struct {
 	Rand func() float64
 }
 
-// ErrInvalidPolicy is wrapped by the error that Policy.Validate and Do
+// ErrInvalidPolicy is wrapped by the error that [Policy.Validate] and [Do]
 // return for a Policy with a field out of range. The message names the field.
 var ErrInvalidPolicy = errors.New("retry: invalid policy")
 
 // Validate returns nil if p can be used, or an error that wraps
-// ErrInvalidPolicy and names the first field out of range, in the order
+// [ErrInvalidPolicy] and names the first field out of range, in the order
 // Policy declares them; a MaxDelay below BaseDelay is reported last.
 func (p Policy) Validate() error {
 	return p.prepare()
@@ -145,7 +145,7 @@ func invalid(format string, args ...any) error {
 }
 
 // Clock tells the time. ctx's deadline is on the real clock, so a fake
-// Clock for tests must start at time.Now(). If the Clock goes back, the
+// Clock for tests must start at [time.Now](). If the Clock goes back, the
 // time left before a deadline does not grow again.
 type Clock interface {
 	Now() time.Time
@@ -155,19 +155,19 @@ type Clock interface {
 //
 // Sleep waits for d, or until ctx is done, whichever comes first. It
 // returns nil after a full wait and ctx's error when ctx ended it; any
-// other error ends the retries with SleepFailed. Do trusts a Sleeper that
-// returns early.
+// other error ends the retries with [SleepFailed]. [Do] trusts a Sleeper
+// that returns early.
 type Sleeper interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// ClockFunc adapts an ordinary function to the Clock interface.
+// ClockFunc adapts an ordinary function to the [Clock] interface.
 type ClockFunc func() time.Time
 
 // Now returns f().
 func (f ClockFunc) Now() time.Time { return f() }
 
-// SleeperFunc adapts an ordinary function to the Sleeper interface.
+// SleeperFunc adapts an ordinary function to the [Sleeper] interface.
 type SleeperFunc func(ctx context.Context, d time.Duration) error
 
 // Sleep returns f(ctx, d).

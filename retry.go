@@ -12,13 +12,14 @@
 //	})
 //	// err is nil, ErrAuth as Ping returned it, or a *retry.RetryExhausted.
 //
-// The zero Policy makes 5 attempts, waiting from 100ms to 30s with
-// decorrelated jitter, and retries every error. fn marks an error that no
-// retry can fix with Permanent, and asks for a wait with After, as an HTTP
-// Retry-After header does (ParseRetryAfter reads one). When Do gives up, a
-// *RetryExhausted says why, after how many attempts, and what failed last.
+// The zero [Policy] makes 5 attempts, waiting from 100ms to 30s with
+// [DecorrelatedJitter], and retries every error. fn marks an error that no
+// retry can fix with [Permanent], and asks for a wait with [After], as an
+// HTTP Retry-After header does ([ParseRetryAfter] reads one). When [Do]
+// gives up, a *[RetryExhausted] says why, after how many attempts, and what
+// failed last.
 //
-// Start with Do and Policy. The README has recipes for HTTP, gRPC, a
+// Start with [Do] and [Policy]. The README has recipes for HTTP, gRPC, a
 // circuit breaker, metrics, and tests on fake time.
 package retry
 
@@ -36,31 +37,31 @@ var (
 
 // Do calls fn until it succeeds, fails with an error that must not be
 // retried, or p allows no more attempts. It returns nil, fn's error as it
-// is, or a *RetryExhausted that reaches fn's last error.
+// is, or a *[RetryExhausted] that reaches fn's last error.
 //
-// Between attempts Do waits for what p.Jitter chooses, capped at
-// p.MaxDelay, and at least as long as a hint in fn's error (see After).
+// Between attempts Do waits for what [Policy.Jitter] chooses, capped at
+// [Policy.MaxDelay], and at least as long as a hint in fn's error ([After]).
 // Once fn has been called, Do returns the first of these that holds,
 // checking ctx and the deadline after p's functions and the methods of
 // fn's error run:
 //
 //  1. fn succeeded: nil;
-//  2. ctx is done: Canceled, or DeadlineReached for its deadline;
-//  3. fn's error is marked with Permanent: that error as it is;
-//  4. p.Timeout or ctx's deadline has passed on p.Clock: DeadlineReached;
-//  5. p.IsRetryable refuses fn's error: that error as it is;
-//  6. MaxAttemptsReached; HintTooLong, for a hint above p.MaxDelay or past
-//     the deadline; DeadlineReached, for a wait past it; BudgetExhausted;
-//     SleepFailed if p.Sleeper failed, even as the deadline passed.
+//  2. ctx is done: [Canceled], or [DeadlineReached] for its deadline;
+//  3. fn's error is marked with [Permanent]: that error as it is;
+//  4. [Policy.Timeout] or ctx's deadline has passed: DeadlineReached;
+//  5. [Policy.IsRetryable] refuses fn's error: that error as it is;
+//  6. [MaxAttemptsReached]; [HintTooLong], for a hint above MaxDelay or past
+//     the deadline; DeadlineReached, for a wait past it; [BudgetExhausted];
+//     [SleepFailed] if [Policy.Sleeper] failed, even as the deadline passed.
 //
-// fn's ctx ends at ctx's deadline, at p.Timeout after Do was called and at
-// p.AttemptTimeout after the attempt began, whichever comes first; Do's
-// limits are measured on p.Clock and end fn's ctx in real time. With
+// fn's ctx ends at ctx's deadline, at Timeout after Do was called and at
+// [Policy.AttemptTimeout] after the attempt began, whichever comes first;
+// Do's limits are measured on [Policy.Clock] and end fn's ctx in real time. With
 // either limit set, fn's ctx is cancelled when fn returns.
 //
 // Do returns an error without calling fn if ctx or fn is nil, if p is
-// invalid, or if ctx is already done (ctx's error). It does not recover
-// panics. It is safe for concurrent use with one shared Policy.
+// invalid, or if ctx is already done ([context.Context.Err]). It does not
+// recover panics. It is safe for concurrent use with one shared [Policy].
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	switch {
 	case ctx == nil:
@@ -119,7 +120,7 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	}
 }
 
-// DoValue is Do for a function that returns a value with its error. It
+// DoValue is [Do] for a function that returns a value with its error. It
 // returns the value of the call that succeeded, or the zero T with the
 // error that Do would return.
 func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p Policy) (T, error) {

@@ -1,0 +1,56 @@
+// Package breaker is the README's circuit breaker recipe, as the README
+// shows it, wired into github.com/sony/gobreaker/v2. Its tests run it on
+// synctest's fake clock, which gobreaker reads through time.Now.
+package breaker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/quietwire/retry"
+	"github.com/sony/gobreaker/v2"
+)
+
+// breakerExcluded, for gobreaker's Settings.IsExcluded, reports whether what Do
+// returned says nothing about the dependency: the caller left, or its Sleeper failed.
+func breakerExcluded(err error) bool {
+	re, gaveUp := err.(*retry.RetryExhausted) // Do returns it unwrapped
+	if !gaveUp {
+		return err == context.Canceled // ctx.Err() itself: ctx was done before the first attempt
+	}
+	return re.Reason == retry.Canceled || re.Reason == retry.SleepFailed
+}
+
+// breakerSuccessful, for gobreaker's Settings.IsSuccessful, reports whether what Do
+// returned, if not excluded, is a success: nil, or fn's error as it is but a timeout.
+func breakerSuccessful(err error) bool {
+	_, gaveUp := err.(*retry.RetryExhausted)
+	// With gRPC, add status.Code(err) == codes.DeadlineExceeded; add your own failures,
+	// such as a 5xx that IsRetryable refused for a call that is not idempotent.
+	return !gaveUp && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// newBreaker opens after 2 failed calls in a row and lets one probe through a minute later.
+func newBreaker() *gobreaker.TwoStepCircuitBreaker[any] {
+	return gobreaker.NewTwoStepCircuitBreaker[any](gobreaker.Settings{
+		Timeout:      time.Minute,
+		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 2 },
+		IsSuccessful: breakerSuccessful,
+		IsExcluded:   breakerExcluded,
+	})
+}
+
+// call makes one call of Do through cb, which it asks once and tells once.
+func call(ctx context.Context, cb *gobreaker.TwoStepCircuitBreaker[any], fn func(context.Context) error, p retry.Policy) error {
+	if err := ctx.Err(); err != nil {
+		return err // ask no breaker: a bare ctx.Err() may also be fn's own timeout
+	}
+	done, err := cb.Allow()
+	if err != nil {
+		return err // open, or half-open with its probe out: no attempt, no wait
+	}
+	err = retry.Do(ctx, fn, p)
+	done(err) // always, or a half-open breaker waits for its probe forever
+	return err
+}
