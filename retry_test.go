@@ -930,6 +930,7 @@ func TestSleeper(t *testing.T) {
 		{"fails", Policy{}, 0, 0, errSleep, SleepFailed, 1},
 		{"fails as the deadline passes", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, 0, time.Hour, errSleep, SleepFailed, 1},
 		{"fails after the deadline passed in OnRetry", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, time.Hour, 0, errSleep, DeadlineReached, 1},
+		{"returns at the deadline", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, 0, time.Second, nil, DeadlineReached, 1},
 		{"returns early", Policy{MaxAttempts: 4, Timeout: time.Minute}, 0, 0, nil, MaxAttemptsReached, 4},
 	}
 	for _, tt := range tests {
