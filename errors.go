@@ -87,7 +87,6 @@ func (e *RetryExhausted) why() string {
 		if c, ok := e.Cause.(*causeError); ok { // the cause given with context.WithDeadlineCause
 			why += ": " + c.cause.Error()
 		}
-		return why
 	case e.limitName != "" && e.Reason == DeadlineReached:
 		return why + ": next wait " + wait + ", with " + limit + " left before " + e.limitName
 	case e.limitName != "": // a hint
