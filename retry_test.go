@@ -133,6 +133,7 @@ func TestNonRetryableErrorReturnedAsIs(t *testing.T) {
 		{"Permanent, outermost", Permanent(notFound), Policy{}},
 		{"Permanent, wrapped", fmt.Errorf("get: %w", Permanent(notFound)), Policy{}},
 		{"Permanent, joined", errors.Join(errBoom, Permanent(notFound)), Policy{}},
+		{"Permanent, joined before another error", errors.Join(Permanent(notFound), errBoom), Policy{}},
 		{"Permanent, deep, beside an Unwrap that returns nil", errors.Join(unwrapsToNil{}, fmt.Errorf("a: %w", fmt.Errorf("b: %w", Permanent(errBoom)))), Policy{}},
 		{"Permanent wins over IsRetryable", Permanent(notFound), Policy{IsRetryable: func(error) bool { return true }}},
 	}
