@@ -202,18 +202,18 @@ func (t *timeLimit) passed() bool { return t.name != "" && t.read() >= t.end }
 func (t *timeLimit) over() bool { return t.name != "" && t.at >= t.end }
 
 // tooLong says which limit a wait, at least as long as hint, breaks: a
-// hint above maxDelay, a deadline that has passed, or a hint or a wait
-// that would not end before it. It returns nil if the wait fits.
+// hint above maxDelay, or a hint or a wait that would not end before the
+// deadline. It returns nil if the wait fits.
 func (t *timeLimit) tooLong(wait, hint, maxDelay time.Duration) *RetryExhausted {
 	switch {
 	case hint > maxDelay: // the first limit that the server's hint broke
 		return overrun(HintTooLong, hint, maxDelay, maxDelayName)
 	case t.name == "":
 		return nil
-	case t.passed(): // checked first: end-at overflows for a Clock far past the deadline
-		return overrun(DeadlineReached, 0, 0, t.name)
 	}
-	switch left := t.end - t.at; { // in this order: a hint, which the server asked for, wins over the jitter
+	// Do saw the deadline ahead (0 ≤ at < end), so this cannot overflow; left
+	// is not positive if the deadline has passed since, which answer reports.
+	switch left := t.end - t.read(); { // in this order: a hint, which the server asked for, wins over the jitter
 	case hint >= left:
 		return overrun(HintTooLong, hint, left, t.name)
 	case wait >= left:

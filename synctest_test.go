@@ -78,6 +78,13 @@ func TestRealTimersOnSynctest(t *testing.T) {
 			IsRetryable: func(error) bool { time.Sleep(2 * time.Second); return true }}, 0, 0,
 			[]func(context.Context) error{func(context.Context) error { return retry.After(time.Minute, errUnavailable) }}, []time.Duration{0}, 2 * time.Second,
 			"deadline reached after 1 in 2s, cause context deadline exceeded: service unavailable"},
+		{"Timeout passes in the Jitter, before a hint", retry.Policy{Timeout: time.Second,
+			Jitter: func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration {
+				time.Sleep(2 * time.Second)
+				return 0
+			}}, 0, 0,
+			[]func(context.Context) error{func(context.Context) error { return retry.After(time.Millisecond, errUnavailable) }}, []time.Duration{0}, 2 * time.Second,
+			"deadline reached after 1 in 2s, cause context deadline exceeded: service unavailable"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
