@@ -190,7 +190,8 @@ func (e *permanentError) Unwrap() error { return e.err }
 
 // inspect walks err's chain once, depth first as errors.As does, and
 // reports whether it has the mark of Permanent, and the first positive
-// hint of a RetryAfter method in it, or hint, found before, if positive.
+// hint of a RetryAfter method in it. hint is the one found so far: Do
+// passes 0.
 func inspect(err error, hint time.Duration) (permanent bool, _ time.Duration) {
 	for err != nil {
 		switch e := err.(type) {
