@@ -27,8 +27,9 @@ const tokenScale = 1_000_000
 // Each Do call that calls fn deposits ratio tokens (see [NewBudget]), up
 // to a balance of burst, and each retry takes one token once the wait has
 // passed every other check. The token comes back if fn is not called again
-// after all: Do stopped during the wait, or a panic in [Policy.OnRetry],
-// the [Sleeper] or the [Clock] unwound it. With less than one token, Do
+// after all: the [Sleeper] failed, ctx or the deadline stopped Do before the
+// next call, or a panic in [Policy.OnRetry], the Sleeper or the [Clock]
+// unwound it. With less than one token, Do
 // gives up with [ErrBudgetExhausted]. So retries number at most ratio ×
 // calls + burst for a ratio of six decimals, and (ratio + 1e-9) × calls +
 // burst for any.

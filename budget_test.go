@@ -48,35 +48,22 @@ func TestNewBudgetRejectsBadArguments(t *testing.T) {
 
 // A Budget earns ratio to the millionth per Do call that calls fn: each
 // ratio written with six decimals exactly, one between two millionths the
-// lower, unless within 1e-9 of the upper. A Do whose ctx is already done
-// earns nothing.
+// lower, unless within 1e-9 of the upper.
 func TestBudgetDeposit(t *testing.T) {
 	for k := int64(0); k <= tokenScale; k++ {
 		if got := NewBudget(float64(k)/1e6, 1).deposit; got != k { // the float64 nearest k/10⁶, as a literal gives
 			t.Fatalf("NewBudget(%v, 1) earns %d millionths per call; want %d", float64(k)/1e6, got, k)
 		}
 	}
-	deposit := func(ratio float64, ctx context.Context) int64 {
-		b := NewBudget(ratio, 1)
-		b.balance.Store(0)
-		Do(ctx, func(context.Context) error { return nil }, Policy{Budget: b})
-		return b.balance.Load()
-	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	tests := []struct {
+	for _, tt := range []struct {
 		ratio float64
-		ctx   context.Context
 		want  int64
-	}{
-		{0.000249 + 2e-9, context.Background(), 249},
-		{0.000250 - 2e-9, context.Background(), 249},
-		{0.000250 - 0.5e-9, context.Background(), 250},
-		{0.5, done, 0},
-	}
-	for _, tt := range tests {
-		if got := deposit(tt.ratio, tt.ctx); got != tt.want {
-			t.Errorf("NewBudget(%v, 1) earns %d millionths in a Do with ctx.Err() = %v; want %d", tt.ratio, got, tt.ctx.Err(), tt.want)
+	}{{0.000249 + 2e-9, 249}, {0.000250 - 2e-9, 249}, {0.000250 - 0.5e-9, 250}} {
+		b := NewBudget(tt.ratio, 1)
+		b.balance.Store(0)
+		Do(context.Background(), func(context.Context) error { return nil }, Policy{Budget: b})
+		if got := b.balance.Load(); got != tt.want {
+			t.Errorf("NewBudget(%v, 1) earns %d millionths in a Do; want %d", tt.ratio, got, tt.want)
 		}
 	}
 }
@@ -87,9 +74,8 @@ func TestBudgetExhausted(t *testing.T) {
 	b := NewBudget(0, 2)
 	fn := &flaky{n: 100, err: errBoom}
 	err := Do(context.Background(), fn.call, ft.with(Policy{Budget: b, Jitter: NoJitter}))
-	var re *RetryExhausted
-	if !errors.As(err, &re) || re.Reason != BudgetExhausted || re.Attempts != 3 || !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, errBoom) {
-		t.Fatalf("Do() = %v; want BudgetExhausted after 3 attempts (2 retries), reaching ErrBudgetExhausted and boom", err)
+	if wantExhausted(t, err, BudgetExhausted, 3); !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, errBoom) {
+		t.Fatalf("Do() = %v; want it to reach ErrBudgetExhausted and boom", err)
 	}
 	if got := len(ft.Waits()); got != 2 {
 		t.Errorf("Do() waits = %d; want 2: no wait after the budget runs out", got)
@@ -271,13 +257,14 @@ func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 			return Policy{OnRetry: func(context.Context, int, error, time.Duration) { panic(errSleep) }}
 		}, failOnce, 2, true, 0},
 		{"the Clock panicked after the wait", func(context.CancelFunc) Policy {
-			reads := 0
-			return Policy{Timeout: time.Hour, Sleeper: noSleep, Clock: ClockFunc(func() time.Time {
-				if reads++; reads == 4 { // the start, the decision, the wait's check, then the end of the wait
-					panic(errSleep)
-				}
-				return time.Now()
-			})}
+			slept := false
+			return Policy{Timeout: time.Hour, Sleeper: SleeperFunc(func(context.Context, time.Duration) error { slept = true; return nil }),
+				Clock: ClockFunc(func() time.Time {
+					if slept {
+						panic(errSleep)
+					}
+					return time.Now()
+				})}
 		}, failOnce, 2, true, 0},
 		{"fn panicked on the retry", func(context.CancelFunc) Policy { return Policy{Sleeper: noSleep} }, func() func(context.Context) error {
 			calls := 0
@@ -311,9 +298,8 @@ func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 			if tt.panics && (recovered != errSleep || done) {
 				t.Errorf("recovered %v, OnDone called %v; want %v, false", recovered, done, errSleep)
 			}
-			var re *RetryExhausted
-			if tt.reason != 0 && (!errors.As(err, &re) || re.Reason != tt.reason) {
-				t.Errorf("Do() = %v; want Reason %v", err, tt.reason)
+			if tt.reason != 0 {
+				wantExhausted(t, err, tt.reason, 1)
 			}
 		})
 	}

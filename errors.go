@@ -12,7 +12,9 @@ import (
 
 // RetryExhausted is the error [Do] returns when it gives up before fn
 // succeeds, other than by returning fn's error as it is. [errors.Is] and
-// [errors.As] reach both Last and Cause through it.
+// [errors.As] reach both Last and Cause through it. If ctx was done, or its
+// deadline had passed, before the first call, Attempts and Elapsed are 0
+// and Last is nil.
 type RetryExhausted struct {
 	Attempts int           // calls of fn, the first included
 	Elapsed  time.Duration // from Do's call to giving up, on Policy.Clock
@@ -26,17 +28,21 @@ type RetryExhausted struct {
 	limitName   string
 }
 
-// Error returns one line that starts with "retry: ", names the attempts,
-// the elapsed time, the Reason and what stopped Do, and ends with the last
-// error. Line breaks in the errors' messages become "; ", and other control
+// Error returns one line that starts with "retry: ", names the attempts
+// and the elapsed time (or says that fn was never called), the Reason and
+// what stopped Do, and ends with the last error. Line breaks in the errors' messages become "; ", and other control
 // characters but tab, and bytes that are not UTF-8, are escaped as Go
 // escapes them (\x1b), so that a terminal shows the line as it is.
 func (e *RetryExhausted) Error() string {
-	s := "retry: gave up after " + strconv.Itoa(e.Attempts) + " attempt"
-	if e.Attempts != 1 {
-		s += "s"
+	s := "retry: gave up before the first attempt"
+	if e.Attempts > 0 {
+		s = "retry: gave up after " + strconv.Itoa(e.Attempts) + " attempt"
+		if e.Attempts != 1 {
+			s += "s"
+		}
+		s += " in " + round(e.Elapsed).String()
 	}
-	s += " in " + round(e.Elapsed).String() + " (" + e.why() + ")"
+	s += " (" + e.why() + ")"
 	if e.Last != nil {
 		s += ": " + e.Last.Error()
 	}
@@ -140,9 +146,9 @@ const (
 	// context.DeadlineExceeded and, when ctx is done, the cause given to
 	// context.WithDeadlineCause.
 	DeadlineReached
-	// Canceled means ctx was done for another reason than its deadline, or
-	// its Done channel closed while Err was nil. Cause is ctx's error, and
-	// reaches the cause given to a context.CancelCauseFunc.
+	// Canceled means ctx was done for another reason than its deadline.
+	// Cause is ctx's error, and reaches the cause given to a
+	// context.CancelCauseFunc.
 	Canceled
 	// HintTooLong means a hint asked for a wait above MaxDelay or one that
 	// would not end before a deadline.
@@ -188,11 +194,10 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-// inspect walks err's chain once, depth first as errors.As does, and
-// reports whether it has the mark of Permanent, and the first positive
-// hint of a RetryAfter method in it. hint is the one found so far: Do
-// passes 0.
-func inspect(err error, hint time.Duration) (permanent bool, _ time.Duration) {
+// inspect walks err's chain, depth first as errors.As does, and reports
+// whether it has the mark of Permanent, and the first positive hint of a
+// RetryAfter method in it.
+func inspect(err error) (permanent bool, hint time.Duration) {
 	for err != nil {
 		switch e := err.(type) {
 		case *permanentError:
@@ -204,28 +209,27 @@ func inspect(err error, hint time.Duration) (permanent bool, _ time.Duration) {
 		}
 		if errs, ok := err.(interface{ Unwrap() []error }); ok {
 			for _, err := range errs.Unwrap() {
-				if permanent, hint = inspect(err, hint); permanent {
-					break
+				marked, h := inspect(err)
+				if hint == 0 {
+					hint = h
+				}
+				if marked {
+					return true, hint
 				}
 			}
-			return permanent, hint
+			return false, hint
 		}
 		err = errors.Unwrap(err)
 	}
 	return false, hint
 }
 
-var errBrokenCtx = errors.New("retry: ctx.Done was closed while ctx.Err was nil")
-
-// interrupted says why ctx stopped Do: DeadlineReached when its deadline
-// passed, Canceled for any other end, whoever noticed it first. Cause is
-// ctx's error, joined with the cause ctx was given, if any, so that
-// errors.Is reaches both.
+// interrupted says why ctx, which is done, stopped Do: DeadlineReached
+// when its deadline passed, Canceled for any other end. Cause is ctx's
+// error, joined with the cause ctx was given, if any, so that errors.Is
+// reaches both.
 func interrupted(ctx context.Context) *RetryExhausted {
 	err := ctx.Err()
-	if err == nil {
-		err = errBrokenCtx
-	}
 	cause := err
 	if c := context.Cause(ctx); c != nil && c != err {
 		cause = &causeError{err, c}

@@ -49,7 +49,7 @@ func TestErrorMessage(t *testing.T) {
 			"retry: gave up after 3 attempts in 0s (retry budget exhausted): boom"},
 		{"a minute", &RetryExhausted{Attempts: 4, Elapsed: time.Minute, Last: errBoom, Reason: DeadlineReached},
 			"retry: gave up after 4 attempts in 1m0s (deadline reached): boom"},
-		{"unknown Reason, no Last", &RetryExhausted{Reason: Reason(99)}, "retry: gave up after 0 attempts in 0s (Reason(99))"},
+		{"unknown Reason, before the first attempt", &RetryExhausted{Reason: Reason(99)}, "retry: gave up before the first attempt (Reason(99))"},
 		{"joined errors", &RetryExhausted{Attempts: 2, Last: errors.Join(errBoom, errors.New("bang")), Reason: SleepFailed, Cause: errors.Join(errors.New("a"), errors.New("b"))},
 			gaveUp2 + "(sleep failed: a; b): boom; bang"},
 		{"\\r\\n is one break", last("a\r\nb"), gaveUp2 + "(max attempts reached): a; b"},
@@ -180,7 +180,7 @@ func TestPermanent(t *testing.T) {
 	if !errors.Is(err, inner) || !errors.As(err, &ce) || ce != inner || err.Error() != "post: bad request" {
 		t.Errorf("Permanent: errors.Is, errors.As, Error() = %v, %v, %q; want true, true, %q", errors.Is(err, inner), ce, err, "post: bad request")
 	}
-	if permanent, _ := inspect(errors.Join(unwrapsToNil{}, errBoom), 0); permanent {
+	if permanent, _ := inspect(errors.Join(unwrapsToNil{}, errBoom)); permanent {
 		t.Errorf("inspect(a chain without the mark) = true; want false")
 	}
 }

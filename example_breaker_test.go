@@ -11,13 +11,11 @@ import (
 )
 
 // breakerExcluded, for gobreaker's Settings.IsExcluded, reports whether what Do
-// returned says nothing about the dependency: the caller left, or its Sleeper failed.
+// returned says nothing about the dependency: fn was not called (ctx was done
+// first), the caller left, or its Sleeper failed.
 func breakerExcluded(err error) bool {
 	re, gaveUp := err.(*retry.RetryExhausted) // Do returns it unwrapped
-	if !gaveUp {
-		return err == context.Canceled // ctx.Err() itself: ctx was done before the first attempt
-	}
-	return re.Reason == retry.Canceled || re.Reason == retry.SleepFailed
+	return gaveUp && (re.Attempts == 0 || re.Reason == retry.Canceled || re.Reason == retry.SleepFailed)
 }
 
 // breakerSuccessful, for gobreaker's Settings.IsSuccessful, reports whether what Do
@@ -105,9 +103,6 @@ func (b *breaker) set(state string) {
 // tells it once what Do returned, whatever the attempts. So one Do cannot
 // trip the breaker alone, and an open breaker costs no attempt and no wait.
 func callThroughBreaker(ctx context.Context, b *breaker, fn func(context.Context) error, p retry.Policy) error {
-	if err := ctx.Err(); err != nil {
-		return err // ask no breaker: a bare ctx.Err() may also be fn's own timeout
-	}
 	done, err := b.Allow()
 	if err != nil {
 		return err // open, or half-open with its probe out: no attempt, no wait

@@ -166,7 +166,7 @@ func ExamplePolicy_onDone() {
 	// level=DEBUG msg=retrying attempt=2 err="service unavailable" wait=200ms request_id=r3
 	// level=WARN msg="call failed" outcome="exhausted/max attempts reached" attempts=3 elapsed=300ms err="retry: gave up after 3 attempts in 300ms (max attempts reached): service unavailable" request_id=r3
 	// level=WARN msg="call failed" outcome=non_retryable attempts=1 elapsed=0s err="404 not found" request_id=r4
-	// level=WARN msg="call failed" outcome=not_started attempts=0 elapsed=0s err="context canceled" request_id=r5
+	// level=WARN msg="call failed" outcome=not_started attempts=0 elapsed=0s err="retry: gave up before the first attempt (canceled: context canceled)" request_id=r5
 	// {"exhausted/max attempts reached": 1, "non_retryable": 1, "not_started": 1, "success_after_retry": 1, "success_first_try": 1}
 	// {"0": 1, "1": 2, "3": 2}
 	// {"le_100ms": 3, "le_1s": 2}

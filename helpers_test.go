@@ -126,16 +126,16 @@ type doneCall struct {
 	err      error
 }
 
-// assertDeadlineReached checks that Do gave up ahead of a deadline: Reason
-// DeadlineReached, Cause context.DeadlineExceeded, reaching boom.
-func assertDeadlineReached(t *testing.T, err error, attempts int) {
+// wantExhausted checks that err is a *RetryExhausted with reason after
+// attempts calls of fn, and returns it.
+func wantExhausted(t testing.TB, err error, reason Reason, attempts int) *RetryExhausted {
 	t.Helper()
 	var re *RetryExhausted
 	if !errors.As(err, &re) {
-		t.Fatalf("Do() = %v; want a *RetryExhausted", err)
+		t.Fatalf("Do() = %v; want a *RetryExhausted: %v after %d attempts", err, reason, attempts)
 	}
-	if re.Reason != DeadlineReached || re.Attempts != attempts || re.Cause != context.DeadlineExceeded || !errors.Is(err, errBoom) {
-		t.Errorf("Do() = %v (reason %v, attempts %d, Cause %v); want DeadlineReached, %d, context.DeadlineExceeded, reaching boom",
-			err, re.Reason, re.Attempts, re.Cause, attempts)
+	if re.Reason != reason || re.Attempts != attempts {
+		t.Errorf("Do() = %v: %v after %d attempts; want %v after %d", err, re.Reason, re.Attempts, reason, attempts)
 	}
+	return re
 }

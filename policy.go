@@ -52,7 +52,8 @@ type Policy struct {
 	Jitter Jitter
 	// IsRetryable reports whether an error of fn is worth another attempt.
 	// nil means every error. Do does not ask it about an error marked with
-	// Permanent, nor once ctx is done or a deadline has passed.
+	// Permanent, nor if ctx is done or a deadline has passed when fn's call
+	// ends and its error has been read.
 	IsRetryable func(error) bool
 	// OnRetry, if not nil, is called before each wait with Do's ctx, the
 	// number of the attempt that failed (the first is 1), its error and the
@@ -60,9 +61,9 @@ type Policy struct {
 	OnRetry func(ctx context.Context, attempt int, err error, wait time.Duration)
 	// OnDone, if not nil, is called once by every call of Do with valid
 	// arguments, just before it returns, with Do's ctx, the number of
-	// calls of fn, the time since Do was called on Clock (0 when fn was
-	// never called), and the error that Do returns. It is not called when a
-	// panic unwinds Do.
+	// calls of fn (0 if ctx was done before the first), the time since Do
+	// was called on Clock (0 when fn was never called), and the error that
+	// Do returns. It is not called when a panic unwinds Do.
 	OnDone func(ctx context.Context, attempts int, elapsed time.Duration, err error)
 	// Clock tells the time for the deadlines and for
 	// RetryExhausted.Elapsed. nil means the real clock.

@@ -64,7 +64,7 @@ func TestRoundTripper(t *testing.T) {
 			"503, 0 bytes, context deadline exceeded", 0, false},
 		{"AttemptTimeout set", "/", "", retry.Policy{AttemptTimeout: time.Second}, "retryTransport: Policy.AttemptTimeout and Timeout must be 0", 0, true},
 		{"invalid Policy", "/", "", retry.Policy{MaxAttempts: -1}, "retry: invalid policy", 0, true},
-		{"ctx done", "/", "done", retry.Policy{}, "context canceled", 0, true},
+		{"ctx done", "/", "done", retry.Policy{}, "canceled after 0", 0, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -287,7 +287,7 @@ func TestBreakerDecidesOnReason(t *testing.T) {
 	const ms = time.Millisecond
 	for _, tt := range []struct {
 		name   string
-		ctx    string // "": Background; "done": cancelled before Do; "leave": cancelled by fn; "20ms", "1h": a deadline
+		ctx    string // "": Background; "done": cancelled before Do; "leave": cancelled by fn; "20ms", "1h", "-1s": a deadline
 		p      retry.Policy
 		fn     func(ctx context.Context) error
 		reason retry.Reason // of the *RetryExhausted; 0 for any other error
@@ -306,7 +306,8 @@ func TestBreakerDecidesOnReason(t *testing.T) {
 		{"hung until AttemptTimeout, wrapped, refused", "", retry.Policy{AttemptTimeout: 10 * ms, IsRetryable: refuse},
 			func(ctx context.Context) error { return fmt.Errorf("get: %w", hang(ctx)) }, 0, "failure"},
 		{"the caller left", "leave", retry.Policy{}, unavailable, retry.Canceled, "neither"},
-		{"ctx cancelled before Do", "done", retry.Policy{}, unavailable, 0, "neither"},
+		{"ctx cancelled before Do", "done", retry.Policy{}, unavailable, retry.Canceled, "neither"},
+		{"ctx's deadline passed before Do", "-1s", retry.Policy{}, unavailable, retry.DeadlineReached, "neither"},
 		{"the Sleeper failed", "", retry.Policy{Sleeper: sleepFails}, unavailable, retry.SleepFailed, "neither"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,7 +319,7 @@ func TestBreakerDecidesOnReason(t *testing.T) {
 				cancel()
 			case "leave":
 				fn = func(ctx context.Context) error { cancel(); return tt.fn(ctx) }
-			case "20ms", "1h":
+			case "20ms", "1h", "-1s":
 				d, _ := time.ParseDuration(tt.ctx)
 				ctx, cancel = context.WithTimeout(ctx, d)
 				defer cancel()
@@ -339,31 +340,6 @@ func TestBreakerDecidesOnReason(t *testing.T) {
 				t.Errorf("Do() = %v: reason %v, counts as %s; want reason %v, counts as %s", err, reason, got, tt.reason, tt.want)
 			}
 		})
-	}
-}
-
-// TestBreakerCallSkipsDoneCtx: a call whose ctx is already done, by
-// cancellation or by its deadline, calls neither fn nor the breaker, so
-// that the failures before and after it are in a row.
-func TestBreakerCallSkipsDoneCtx(t *testing.T) {
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
-	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
-	defer cancel()
-	p := retry.Policy{MaxAttempts: 1}
-	down := func(context.Context) error { return errUnavailable }
-	for _, ctx := range []context.Context{cancelled, expired} {
-		b := &breaker{threshold: 2, cooldown: time.Minute, now: time.Now,
-			isExcluded: breakerExcluded, isSuccessful: breakerSuccessful, state: "closed"}
-		callThroughBreaker(context.Background(), b, down, p)
-		calls := 0
-		err := callThroughBreaker(ctx, b, func(context.Context) error { calls++; return nil }, p)
-		between := b.state
-		callThroughBreaker(context.Background(), b, down, p)
-		if err != ctx.Err() || calls != 0 || between != "closed" || b.state != "open" {
-			t.Errorf("callThroughBreaker(%v) = %v, %d calls, breaker %s, then %s after a failure; want ctx's error, 0 calls, closed, then open",
-				ctx.Err(), err, calls, between, b.state)
-		}
 	}
 }
 

@@ -35,33 +35,33 @@ var (
 	errNilFunc    = errors.New("retry: nil fn")
 )
 
-// Do calls fn until it succeeds, fails with an error that must not be
-// retried, or p allows no more attempts. It returns nil, fn's error as it
-// is, or a *[RetryExhausted] that reaches fn's last error.
+// Do calls fn until it succeeds, fails with an error not to retry, or p
+// allows no more attempts, and returns nil, fn's error as it is, or a
+// *[RetryExhausted]. It decides at two check points:
 //
-// Between attempts Do waits for what [Policy.Jitter] chooses, capped at
-// [Policy.MaxDelay], and at least as long as a hint in fn's error ([After]).
-// Once fn has been called, Do returns the first of these that holds,
-// checking ctx and the deadline after p's functions and the methods of
-// fn's error run:
+//   - Before each call of fn, it reads [Policy.Clock] (before a later call,
+//     only if there is a deadline), and stops if ctx is done ([Canceled], or
+//     [DeadlineReached] for its deadline) or the deadline has passed.
+//   - After a failed call, it reads fn's error for a [Permanent] mark and a
+//     hint ([After]), and the Clock if there is a deadline; it stops if ctx
+//     is done, returns a Permanent error as it is, stops if the deadline has
+//     passed, returns an error that [Policy.IsRetryable] refuses as it is,
+//     and stops after MaxAttempts calls ([MaxAttemptsReached]).
 //
-//  1. fn succeeded: nil;
-//  2. ctx is done: [Canceled], or [DeadlineReached] for its deadline;
-//  3. fn's error is marked with [Permanent]: that error as it is;
-//  4. [Policy.Timeout] or ctx's deadline has passed: DeadlineReached;
-//  5. [Policy.IsRetryable] refuses fn's error: that error as it is;
-//  6. [MaxAttemptsReached]; [HintTooLong], for a hint above MaxDelay or past
-//     the deadline; DeadlineReached, for a wait past it; [BudgetExhausted];
-//     [SleepFailed] if [Policy.Sleeper] failed, even as the deadline passed.
+// In between, it chooses a wait ([Policy.Jitter], at most MaxDelay, at
+// least the hint) and stops if the deadline has passed, if the hint is
+// above MaxDelay or would not end before the deadline ([HintTooLong]), if
+// the wait would not (DeadlineReached), or if [Policy.Budget] is empty
+// ([BudgetExhausted]); then it calls OnRetry, sleeps, and stops if
+// [Policy.Sleeper] fails while ctx is alive ([SleepFailed]). A ctx that
+// ends, or a deadline that passes, while other code of yours runs is seen
+// at the next check point; an answer found before it stands.
 //
-// fn's ctx ends at ctx's deadline, at Timeout after Do was called and at
-// [Policy.AttemptTimeout] after the attempt began, whichever comes first;
-// Do's limits are measured on [Policy.Clock] and end fn's ctx in real time. With
-// either limit set, fn's ctx is cancelled when fn returns.
-//
-// Do returns an error without calling fn if ctx or fn is nil, if p is
-// invalid, or if ctx is already done ([context.Context.Err]). It does not
-// recover panics. It is safe for concurrent use with one shared [Policy].
+// The deadline is the nearer of ctx's and [Policy.Timeout] after Do's start,
+// on the Clock. fn's ctx ends at ctx's deadline, and in real time at the
+// time left before Timeout and at [Policy.AttemptTimeout]; with either set,
+// it is cancelled when fn returns. A nil ctx or fn, or an invalid p, gets a
+// plain error. Do does not recover panics. Concurrent calls may share a [Policy].
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	switch {
 	case ctx == nil:
@@ -72,50 +72,63 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	if err := p.prepare(); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil { // the caller left before the first attempt
-		if p.OnDone != nil {
-			p.OnDone(ctx, 0, 0, err)
+	// The state, field by field and the Clock first: p copied at once, as
+	// the caller just wrote it, made BenchmarkDo/success 12% slower.
+	var r run
+	r.start = p.now() // the first check point's reading of the Clock
+	r.p, r.ctx, r.prev = p, ctx, p.BaseDelay
+	r.setDeadline()
+	defer r.giveBack() // the Budget token of a retry that did not happen, panics included
+	var err error      // fn's last error
+	for {
+		// Check point 1, before each call of fn, on the Clock just read.
+		switch {
+		case ctx.Err() != nil:
+			return r.finish(err, interrupted(ctx))
+		case r.pastDeadline():
+			return r.finish(err, overrun(DeadlineReached, 0, 0, r.deadlineName))
 		}
-		return err
-	}
-	tl := timeLimit{clock: p.Clock, timeout: p.Timeout}
-	tl.begin(ctx)
-	if p.Budget != nil {
-		p.Budget.earn()
-	}
-	prev := p.BaseDelay // the jitter's previous choice
-	for attempt := 1; ; attempt++ {
-		// Call fn.
-		err := tl.call(ctx, fn, p.AttemptTimeout)
-		if err == nil {
-			return answer(ctx, &p, &tl, attempt, nil, false, nil)
+		r.attempt++
+		if r.attempt == 1 && p.Budget != nil {
+			p.Budget.earn() // a call that calls fn deposits
+		}
+		r.token = false // fn is called: the retry that the token paid for happens
+		if err = r.call(fn); err == nil {
+			return r.finish(nil, nil)
 		}
 
-		// Decide whether rules 2 to 5 of Do's doc stop Do here, in their
-		// order; answer checks ctx and the deadline again, after the user's code.
-		if ctx.Err() != nil {
-			return answer(ctx, &p, &tl, attempt, err, false, nil)
+		// Check point 2, after a failed call: fn's error, read once, then the Clock.
+		permanent, hint := inspect(err)
+		if r.hasDeadline {
+			r.readClock()
 		}
-		permanent, hint := inspect(err, 0)
-		if permanent || tl.passed() || p.IsRetryable != nil && !p.IsRetryable(err) {
-			return answer(ctx, &p, &tl, attempt, err, permanent, nil)
-		}
-		if attempt >= p.MaxAttempts {
-			return answer(ctx, &p, &tl, attempt, err, false, &RetryExhausted{Reason: MaxAttemptsReached})
+		switch {
+		case ctx.Err() != nil:
+			return r.finish(err, interrupted(ctx))
+		case permanent:
+			return r.finish(err, nil)
+		case r.pastDeadline():
+			return r.finish(err, overrun(DeadlineReached, 0, 0, r.deadlineName))
+		case p.IsRetryable != nil && !p.IsRetryable(err):
+			return r.finish(err, nil)
+		case r.attempt >= p.MaxAttempts:
+			return r.finish(err, &RetryExhausted{Reason: MaxAttemptsReached})
 		}
 
 		// Choose the wait: the jitter's, raised by a hint for this wait only.
-		wait := min(max(p.Jitter(attempt-1, p.BaseDelay, p.MaxDelay, prev, unit(p.Rand())), 0), p.MaxDelay)
-		prev = wait
+		wait := min(max(p.Jitter(r.attempt-1, p.BaseDelay, p.MaxDelay, r.prev, unit(p.Rand())), 0), p.MaxDelay)
+		r.prev = wait
 		wait = max(wait, hint)
 
-		// Check that it is not too long for MaxDelay and the deadline; then
-		// take a Budget token, call OnRetry, sleep, and check again.
-		if stop := tl.tooLong(wait, hint, p.MaxDelay); stop != nil {
-			return answer(ctx, &p, &tl, attempt, err, false, stop)
+		// Check that it fits; take a Budget token, call OnRetry and sleep.
+		if stop := r.tooLong(wait, hint); stop != nil {
+			return r.finish(err, stop)
 		}
-		if stop, why := sleepBeforeRetry(ctx, &p, &tl, attempt, err, wait); stop {
-			return answer(ctx, &p, &tl, attempt, err, false, why)
+		if stop := r.pause(err, wait); stop != nil {
+			return r.finish(err, stop)
+		}
+		if r.hasDeadline {
+			r.readClock() // for check point 1
 		}
 	}
 }
@@ -138,174 +151,158 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 	return v, err
 }
 
-// timeLimit is Do's time: the clock, when Do started, and the nearer of
-// Policy.Timeout and ctx's deadline, chosen once when Do starts, and
-// measured on Clock. Both are fixed instants, so the nearer stays nearer.
-type timeLimit struct {
-	clock   Clock
-	start   time.Time
-	at      time.Duration // since start, at the last reading; never less than before
-	end     time.Duration // the deadline, since start
-	name    string        // the deadline's name for the message; "" if there is none
-	timeout time.Duration // Policy.Timeout, which also ends fn's ctx
-}
-
-// begin reads the clock for the start of Do, and picks the nearer of the
-// two deadlines, if there is one.
-func (t *timeLimit) begin(ctx context.Context) {
-	t.start = t.now()
-	if t.timeout > 0 {
-		t.end, t.name = t.timeout, timeoutName
-	}
-	if d, ok := ctx.Deadline(); ok && (t.name == "" || d.Sub(t.start) < t.end) { // on a tie, Policy.Timeout is named
-		t.end, t.name = d.Sub(t.start), ctxDeadlineName
-	}
+// run is the state of one call of Do: its arguments, its time on the
+// Clock, and where its loop stands.
+type run struct {
+	ctx          context.Context
+	p            Policy        // Do's, prepared
+	start        time.Time     // when Do started, on the Clock
+	at           time.Duration // since start, at the last reading; never less than before
+	hasDeadline  bool          // whether Policy.Timeout or ctx's deadline is set
+	deadline     time.Duration // the nearer of the two, since start
+	deadlineName string        // its name, for the message
+	attempt      int           // calls of fn so far
+	prev         time.Duration // the jitter's previous choice
+	token        bool          // whether a Budget token is held for a retry that has not happened
 }
 
 // now reads Policy.Clock, or the real clock if there is none.
-func (t *timeLimit) now() time.Time {
-	if t.clock == nil {
+func (p *Policy) now() time.Time {
+	if p.Clock == nil {
 		return time.Now()
 	}
-	return t.clock.Now()
+	return p.Clock.Now()
 }
 
+// setDeadline picks the nearer of Policy.Timeout and ctx's deadline, if
+// there is one, as a time since start. Both are fixed instants, so the
+// nearer stays nearer.
+func (r *run) setDeadline() {
+	if r.p.Timeout > 0 {
+		r.hasDeadline, r.deadline, r.deadlineName = true, r.p.Timeout, timeoutName
+	}
+	if d, ok := r.ctx.Deadline(); ok && (!r.hasDeadline || d.Sub(r.start) < r.deadline) { // on a tie, Policy.Timeout is named
+		r.hasDeadline, r.deadline, r.deadlineName = true, d.Sub(r.start), ctxDeadlineName
+	}
+}
+
+// pastDeadline reports whether the deadline had passed at the last reading
+// of the Clock. It does not read the Clock.
+func (r *run) pastDeadline() bool { return r.hasDeadline && r.at >= r.deadline }
+
 // call calls fn once, with a ctx that also ends at Policy.Timeout and at
-// attemptTimeout after the call begins, if they are set.
-func (t *timeLimit) call(ctx context.Context, fn func(context.Context) error, attemptTimeout time.Duration) error {
-	if t.timeout == 0 && attemptTimeout == 0 {
-		return fn(ctx) // no limit of Do's own: spare the context; ctx's deadline ends ctx itself
+// Policy.AttemptTimeout after the call begins, if they are set.
+func (r *run) call(fn func(context.Context) error) error {
+	timeout, attemptTimeout := r.p.Timeout, r.p.AttemptTimeout
+	if timeout == 0 && attemptTimeout == 0 {
+		return fn(r.ctx) // no limit of Do's own: spare the context; ctx's deadline ends ctx itself
 	}
 	limit := time.Duration(math.MaxInt64)
-	if t.timeout > 0 {
-		limit = t.timeout - t.at // at was measured just before: at the start, or after the wait
+	if timeout > 0 {
+		limit = timeout - r.at // at was read just before: at the start, or after the wait
 	}
 	if attemptTimeout > 0 {
 		limit = min(limit, attemptTimeout)
 	}
-	ctx, cancel := context.WithTimeout(ctx, limit) // measured on Clock, it runs in real time from now
+	ctx, cancel := context.WithTimeout(r.ctx, limit) // measured on the Clock, it runs in real time from now
 	defer cancel()
 	return fn(ctx)
 }
 
-// read reads the clock and returns the time since Do started.
-func (t *timeLimit) read() time.Duration {
-	t.at = max(t.at, t.now().Sub(t.start)) // a Clock that went back must not stretch the deadline
-	return t.at
+// readClock reads the Clock and returns the time since Do started.
+func (r *run) readClock() time.Duration {
+	r.at = max(r.at, r.p.now().Sub(r.start)) // a Clock that went back must not stretch the deadline
+	return r.at
 }
 
-// passed reads the clock, if there is a deadline, and reports whether the
-// deadline has passed.
-func (t *timeLimit) passed() bool { return t.name != "" && t.read() >= t.end }
-
-// over reports whether the deadline had passed at the last reading.
-func (t *timeLimit) over() bool { return t.name != "" && t.at >= t.end }
-
-// tooLong says which limit a wait, at least as long as hint, breaks: a
-// hint above maxDelay, or a hint or a wait that would not end before the
+// tooLong reads the Clock, if there is a deadline, and says which limit a
+// wait, at least as long as hint, breaks: the deadline, passed by now; a
+// hint above MaxDelay; a hint or a wait that would not end before the
 // deadline. It returns nil if the wait fits.
-func (t *timeLimit) tooLong(wait, hint, maxDelay time.Duration) *RetryExhausted {
+func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
+	if r.hasDeadline {
+		r.readClock()
+	}
 	switch {
-	case hint > maxDelay: // the first limit that the server's hint broke
-		return overrun(HintTooLong, hint, maxDelay, maxDelayName)
-	case t.name == "":
+	case r.pastDeadline():
+		return overrun(DeadlineReached, 0, 0, r.deadlineName)
+	case hint > r.p.MaxDelay:
+		return overrun(HintTooLong, hint, r.p.MaxDelay, maxDelayName)
+	case !r.hasDeadline:
 		return nil
 	}
-	// Do saw the deadline ahead (0 ≤ at < end), so this cannot overflow; left
-	// is not positive if the deadline has passed since, which answer reports.
-	switch left := t.end - t.read(); { // in this order: a hint, which the server asked for, wins over the jitter
+	switch left := r.deadline - r.at; { // 0 ≤ at < deadline: no overflow; a hint, which the server asked for, wins
 	case hint >= left:
-		return overrun(HintTooLong, hint, left, t.name)
+		return overrun(HintTooLong, hint, left, r.deadlineName)
 	case wait >= left:
-		return overrun(DeadlineReached, wait, left, t.name)
+		return overrun(DeadlineReached, wait, left, r.deadlineName)
 	}
 	return nil
 }
 
-// sleepBeforeRetry takes a Budget token for the retry, calls OnRetry, and
-// sleeps until the wait chosen for the attempt ends. It reports whether Do
-// must stop, and why: what ended the retry, or nil if ctx ended or the
-// deadline passed, which answer names. The wait counts from when it was
-// chosen, so time spent in OnRetry comes off the sleep.
-func sleepBeforeRetry(ctx context.Context, p *Policy, tl *timeLimit, attempt int, err error, wait time.Duration) (stop bool, why *RetryExhausted) {
-	refund := false // whether a token was taken for a retry that has not happened
-	defer func() {  // deferred, so that a panic in OnRetry, the Sleeper or the Clock gives it back too
-		if refund {
-			p.Budget.refund()
+// pause takes a Budget token for the retry, calls OnRetry, and sleeps for
+// what is left of the wait: it counts from when it was chosen, so time
+// spent in OnRetry comes off the sleep. It returns why Do must stop:
+// BudgetExhausted, or SleepFailed for a Sleeper's error while ctx is alive;
+// nil otherwise.
+func (r *run) pause(err error, wait time.Duration) *RetryExhausted {
+	if r.p.Budget != nil {
+		if !r.p.Budget.spend() {
+			return &RetryExhausted{Reason: BudgetExhausted, Cause: ErrBudgetExhausted}
 		}
-	}()
-	if p.Budget != nil {
-		if !p.Budget.spend() {
-			return true, &RetryExhausted{Reason: BudgetExhausted, Cause: ErrBudgetExhausted}
-		}
-		refund = true
+		r.token = true
 	}
-	if p.OnRetry != nil {
-		before := tl.read()
-		p.OnRetry(ctx, attempt, err, wait)
-		wait -= tl.read() - before
+	if r.p.OnRetry != nil {
+		before := r.readClock()
+		r.p.OnRetry(r.ctx, r.attempt, err, wait)
+		wait -= r.readClock() - before
 	}
-	late := tl.over() // the deadline passed before the sleep, in OnRetry
-	if p.Sleeper != nil {
-		if serr := p.Sleeper.Sleep(ctx, max(wait, 0)); serr != nil && !late {
-			why = &RetryExhausted{Reason: SleepFailed, Cause: serr}
-		}
-	} else if sleep(ctx, wait) && ctx.Err() == nil {
-		why = interrupted(ctx) // ctx.Done closed with a nil Err: ctx broke its contract; stop all the same
+	if r.p.Sleeper == nil {
+		sleep(r.ctx, wait)
+	} else if serr := r.p.Sleeper.Sleep(r.ctx, max(wait, 0)); serr != nil && r.ctx.Err() == nil {
+		return &RetryExhausted{Reason: SleepFailed, Cause: serr}
 	}
-	stop = why != nil || tl.passed() || ctx.Err() != nil // the Clock first: ctx may end while it runs
-	refund = refund && stop                              // with no stop, fn is called next: the retry happens
-	return stop, why
+	return nil
 }
 
-// sleep is the default Sleeper: it waits for d, and reports whether
-// ctx.Done ended the wait first.
-func sleep(ctx context.Context, d time.Duration) bool {
+// sleep is the default Sleeper: it waits for d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
 	if d <= 0 {
-		return false
+		return
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return false
 	case <-ctx.Done():
-		return true
 	}
 }
 
-// answer returns what Do returns when it stops after attempts calls of
-// fn, err being the last one's error, and calls OnDone with it first. stop
-// is what Do's checks found (nil: fn's error as it is). answer applies the
-// rules of Do's doc: ctx done, then the mark of Permanent, then a passed
-// deadline, then stop, checking ctx and the deadline again, since the
-// user's code may have run since Do checked them.
-func answer(ctx context.Context, p *Policy, tl *timeLimit, attempts int, err error, permanent bool, stop *RetryExhausted) error {
+// finish returns what Do returns, and calls OnDone with it first: err as
+// it is if stop is nil, else stop with the attempts, the time elapsed and
+// err filled in. It decides nothing. Before the first call, the elapsed
+// time is 0, and it does not read the Clock.
+func (r *run) finish(err error, stop *RetryExhausted) error {
 	var elapsed time.Duration
-	read := stop != nil || p.OnDone != nil || err != nil && !permanent && tl.name != ""
-	if read { // before ctx is checked: ctx may end while the Clock runs
-		elapsed = tl.read() // never less than a deadline that was seen to pass
-	}
-	switch {
-	case err == nil:
-	case ctx.Err() != nil:
-		stop = interrupted(ctx)
-	case permanent: // and stop is nil
-	case stop != nil && (stop.Reason == SleepFailed || stop.Reason == Canceled): // the Sleeper's own error, or a Done closed with a nil Err
-	case tl.over():
-		stop = overrun(DeadlineReached, 0, 0, tl.name)
-	}
-	if !read && stop != nil { // ctx is done, after a Permanent or a refused error
-		elapsed = tl.read()
+	if r.attempt > 0 && (stop != nil || r.p.OnDone != nil) {
+		elapsed = r.readClock() // never less than a deadline that was seen to pass
 	}
 	if stop != nil {
-		stop.Attempts, stop.Elapsed, stop.Last = attempts, elapsed, err
+		stop.Attempts, stop.Elapsed, stop.Last = r.attempt, elapsed, err
 		err = stop
 	}
-	if p.OnDone != nil {
-		p.OnDone(ctx, attempts, elapsed, err)
+	if r.p.OnDone != nil {
+		r.p.OnDone(r.ctx, r.attempt, elapsed, err)
 	}
 	return err
+}
+
+// giveBack returns the Budget token taken for a retry that did not happen:
+// Do stopped, or a panic unwound it, before it called fn again.
+func (r *run) giveBack() {
+	if r.token {
+		r.p.Budget.refund()
+	}
 }
 
 // overrun says that a wait (or a hint; 0 if the deadline had passed) broke
