@@ -29,10 +29,9 @@ const tokenScale = 1_000_000
 // passed every other check. The token comes back if fn is not called again
 // after all: the [Sleeper] failed, ctx or the deadline stopped Do before the
 // next call, or a panic in [Policy.OnRetry], the Sleeper or the [Clock]
-// unwound it. With less than one token, Do
-// gives up with [ErrBudgetExhausted]. So retries number at most ratio ×
-// calls + burst for a ratio of six decimals, and (ratio + 1e-9) × calls +
-// burst for any.
+// unwound it. With less than one token, Do gives up with
+// [ErrBudgetExhausted]. So retries number at most ratio × calls + burst for
+// a ratio of six decimals, and (ratio + 1e-9) × calls + burst for any.
 //
 // A Budget is safe for concurrent use, and takes no lock. The zero Budget
 // is invalid: make one with [NewBudget].
@@ -62,8 +61,7 @@ func NewBudget(ratio float64, burst int) *Budget {
 		if math.Abs(ratio*tokenScale-units) > 1e-9*tokenScale { // not within 1e-9 of a millionth
 			units = math.Floor(ratio * tokenScale) // down, or the bound would not hold
 		}
-		b.deposit = int64(units)
-		b.capacity = int64(burst) * tokenScale
+		b.deposit, b.capacity = int64(units), int64(burst)*tokenScale
 		b.balance.Store(b.capacity)
 	}
 	return b

@@ -347,6 +347,12 @@ func TestAfterAFailedCall(t *testing.T) {
 			func(e env, _ error) bool { e.cancel(); return true }, HintTooLong, 1},
 		{"ctx cancelled in IsRetryable, with no Budget left", Policy{Budget: NewBudget(0, 1)}, 0, func(env) error { return errBoom },
 			func(e env, _ error) bool { e.cancel(); return true }, BudgetExhausted, 1},
+		{"no Budget left, a hint above MaxDelay", Policy{MaxDelay: time.Second, Budget: NewBudget(0, 1)}, 0,
+			func(env) error { return After(time.Hour, errBoom) }, nil, HintTooLong, 1},
+		{"no Budget left, a wait past the Timeout", Policy{Timeout: time.Second, BaseDelay: 2 * time.Second, Budget: NewBudget(0, 1)}, 0,
+			func(env) error { return errBoom }, nil, DeadlineReached, 1},
+		{"Timeout passes in Unwrap of fn's error, which IsRetryable refuses", Policy{Timeout: time.Second}, 0,
+			func(e env) error { return &unwrapHook{errBoom, func() { late(e) }} }, refuse, DeadlineReached, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

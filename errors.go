@@ -20,7 +20,9 @@ type RetryExhausted struct {
 	Elapsed  time.Duration // from Do's call to giving up, on Policy.Clock
 	Last     error         // fn's last error
 	Reason   Reason        // why Do stopped
-	Cause    error         // what stopped it from outside, if anything: ctx's error, context.DeadlineExceeded, ErrBudgetExhausted, the Sleeper's error
+	// Cause is what stopped Do from outside, if anything: ctx's error,
+	// context.DeadlineExceeded, ErrBudgetExhausted, or the Sleeper's error.
+	Cause error
 
 	// For the message: the wait or hint that broke a limit (0 if a
 	// deadline had passed), the limit, and its name.
@@ -30,9 +32,10 @@ type RetryExhausted struct {
 
 // Error returns one line that starts with "retry: ", names the attempts
 // and the elapsed time (or says that fn was never called), the Reason and
-// what stopped Do, and ends with the last error. Line breaks in the errors' messages become "; ", and other control
-// characters but tab, and bytes that are not UTF-8, are escaped as Go
-// escapes them (\x1b), so that a terminal shows the line as it is.
+// what stopped Do, and ends with the last error. Line breaks in the
+// errors' messages become "; ", and other control characters but tab, and
+// bytes that are not UTF-8, are escaped as Go escapes them (\x1b), so that
+// a terminal shows the line as it is.
 func (e *RetryExhausted) Error() string {
 	s := "retry: gave up before the first attempt"
 	if e.Attempts > 0 {
@@ -224,12 +227,11 @@ func inspect(err error) (permanent bool, hint time.Duration) {
 	return false, hint
 }
 
-// interrupted says why ctx, which is done, stopped Do: DeadlineReached
-// when its deadline passed, Canceled for any other end. Cause is ctx's
-// error, joined with the cause ctx was given, if any, so that errors.Is
-// reaches both.
-func interrupted(ctx context.Context) *RetryExhausted {
-	err := ctx.Err()
+// interrupted says why ctx, done with err, stopped Do: DeadlineReached
+// when its deadline passed, Canceled for any other end. Cause is err,
+// joined with the cause ctx was given, if any, so that errors.Is reaches
+// both.
+func interrupted(ctx context.Context, err error) *RetryExhausted {
 	cause := err
 	if c := context.Cause(ctx); c != nil && c != err {
 		cause = &causeError{err, c}

@@ -130,8 +130,8 @@ type doneCall struct {
 // attempts calls of fn, and returns it.
 func wantExhausted(t testing.TB, err error, reason Reason, attempts int) *RetryExhausted {
 	t.Helper()
-	var re *RetryExhausted
-	if !errors.As(err, &re) {
+	re, ok := err.(*RetryExhausted) // Do returns it unwrapped
+	if !ok {
 		t.Fatalf("Do() = %v; want a *RetryExhausted: %v after %d attempts", err, reason, attempts)
 	}
 	if re.Reason != reason || re.Attempts != attempts {

@@ -55,7 +55,7 @@ var (
 // ([BudgetExhausted]); then it calls OnRetry, sleeps, and stops if
 // [Policy.Sleeper] fails while ctx is alive ([SleepFailed]). A ctx that
 // ends, or a deadline that passes, while other code of yours runs is seen
-// at the next check point; an answer found before it stands.
+// by the next check that looks at it; an answer found before stands.
 //
 // The deadline is the nearer of ctx's and [Policy.Timeout] after Do's start,
 // on the Clock. fn's ctx ends at ctx's deadline, and in real time at the
@@ -78,22 +78,25 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	r.start = p.now() // the first check point's reading of the Clock
 	r.p, r.ctx, r.prev = p, ctx, p.BaseDelay
 	r.setDeadline()
-	defer r.giveBack() // the Budget token of a retry that did not happen, panics included
-	var err error      // fn's last error
+	defer r.release() // a Budget token or fn's ctx that no call used, panics included
+	var err error     // fn's last error
 	for {
-		// Check point 1, before each call of fn, on the Clock just read.
-		switch {
-		case ctx.Err() != nil:
-			return r.finish(err, interrupted(ctx))
-		case r.pastDeadline():
+		// Check point 1, before each call of fn, on the Clock just read, and
+		// after fn's ctx is made: context.WithTimeout runs ctx's methods.
+		fnCtx := r.fnCtx()
+		switch cerr := ctx.Err(); {
+		case cerr != nil:
+			return r.finish(err, interrupted(ctx, cerr))
+		case r.hasDeadline && r.at >= r.deadline:
 			return r.finish(err, overrun(DeadlineReached, 0, 0, r.deadlineName))
 		}
-		r.attempt++
-		if r.attempt == 1 && p.Budget != nil {
+		if r.attempt++; r.attempt == 1 && p.Budget != nil {
 			p.Budget.earn() // a call that calls fn deposits
 		}
 		r.token = false // fn is called: the retry that the token paid for happens
-		if err = r.call(fn); err == nil {
+		err = fn(fnCtx)
+		r.release() // fn's ctx ends when fn returns
+		if err == nil {
 			return r.finish(nil, nil)
 		}
 
@@ -102,12 +105,12 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		if r.hasDeadline {
 			r.readClock()
 		}
-		switch {
-		case ctx.Err() != nil:
-			return r.finish(err, interrupted(ctx))
+		switch cerr := ctx.Err(); {
+		case cerr != nil:
+			return r.finish(err, interrupted(ctx, cerr))
 		case permanent:
 			return r.finish(err, nil)
-		case r.pastDeadline():
+		case r.hasDeadline && r.at >= r.deadline:
 			return r.finish(err, overrun(DeadlineReached, 0, 0, r.deadlineName))
 		case p.IsRetryable != nil && !p.IsRetryable(err):
 			return r.finish(err, nil)
@@ -164,6 +167,7 @@ type run struct {
 	attempt      int           // calls of fn so far
 	prev         time.Duration // the jitter's previous choice
 	token        bool          // whether a Budget token is held for a retry that has not happened
+	cancel       func()        // fn's ctx's, if fnCtx made one that is not yet cancelled
 }
 
 // now reads Policy.Clock, or the real clock if there is none.
@@ -186,27 +190,23 @@ func (r *run) setDeadline() {
 	}
 }
 
-// pastDeadline reports whether the deadline had passed at the last reading
-// of the Clock. It does not read the Clock.
-func (r *run) pastDeadline() bool { return r.hasDeadline && r.at >= r.deadline }
-
-// call calls fn once, with a ctx that also ends at Policy.Timeout and at
-// Policy.AttemptTimeout after the call begins, if they are set.
-func (r *run) call(fn func(context.Context) error) error {
-	timeout, attemptTimeout := r.p.Timeout, r.p.AttemptTimeout
-	if timeout == 0 && attemptTimeout == 0 {
-		return fn(r.ctx) // no limit of Do's own: spare the context; ctx's deadline ends ctx itself
+// fnCtx returns the ctx for the next call of fn: ctx itself, or one that
+// also ends at Policy.Timeout, and at Policy.AttemptTimeout from now, if
+// they are set, whose cancel release calls.
+func (r *run) fnCtx() context.Context {
+	if r.p.Timeout == 0 && r.p.AttemptTimeout == 0 {
+		return r.ctx // no limit of Do's own: spare the context; ctx's deadline ends ctx itself
 	}
 	limit := time.Duration(math.MaxInt64)
-	if timeout > 0 {
-		limit = timeout - r.at // at was read just before: at the start, or after the wait
+	if r.p.Timeout > 0 {
+		limit = r.p.Timeout - r.at // at was read just before: at the start, or after the wait
 	}
-	if attemptTimeout > 0 {
-		limit = min(limit, attemptTimeout)
+	if r.p.AttemptTimeout > 0 {
+		limit = min(limit, r.p.AttemptTimeout)
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, limit) // measured on the Clock, it runs in real time from now
-	defer cancel()
-	return fn(ctx)
+	r.cancel = cancel
+	return ctx
 }
 
 // readClock reads the Clock and returns the time since Do started.
@@ -224,7 +224,7 @@ func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
 		r.readClock()
 	}
 	switch {
-	case r.pastDeadline():
+	case r.hasDeadline && r.at >= r.deadline:
 		return overrun(DeadlineReached, 0, 0, r.deadlineName)
 	case hint > r.p.MaxDelay:
 		return overrun(HintTooLong, hint, r.p.MaxDelay, maxDelayName)
@@ -297,9 +297,13 @@ func (r *run) finish(err error, stop *RetryExhausted) error {
 	return err
 }
 
-// giveBack returns the Budget token taken for a retry that did not happen:
-// Do stopped, or a panic unwound it, before it called fn again.
-func (r *run) giveBack() {
+// release cancels the ctx that fnCtx made for fn, and gives back the Budget
+// token of a retry that did not happen: Do stopped, or a panic unwound it,
+// before it called fn again.
+func (r *run) release() {
+	if r.cancel != nil {
+		r.cancel() // again at Do's end: a no-op
+	}
 	if r.token {
 		r.p.Budget.refund()
 	}

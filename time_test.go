@@ -320,8 +320,8 @@ func TestElapsedCoversThePassedDeadline(t *testing.T) {
 	}
 }
 
-// Without a deadline, Do reads the Clock at its start, and again only for Elapsed when it
-// gives up: a call that succeeds pays one reading, however many retries it took.
+// Without a deadline or OnRetry, Do reads the Clock at its start, and again only for
+// Elapsed when it gives up: a call that succeeds pays one reading, however many retries.
 func TestClockReads(t *testing.T) {
 	sleepFails := SleeperFunc(func(context.Context, time.Duration) error { return errBoom })
 	tests := []struct {
