@@ -19,18 +19,22 @@ type callSite struct {
 	outcomes *expvar.Map // one counter per outcome
 	attempts *expvar.Map // histogram: calls of fn per Do
 	elapsed  *expvar.Map // histogram: time per Do, in buckets
+	retries  expvar.Int  // calls of fn after the first
 }
 
 // newCallSite returns a call site's metrics, zero and not yet published.
 func newCallSite() *callSite {
-	return &callSite{new(expvar.Map).Init(), new(expvar.Map).Init(), new(expvar.Map).Init()}
+	return &callSite{outcomes: new(expvar.Map).Init(), attempts: new(expvar.Map).Init(),
+		elapsed: new(expvar.Map).Init()}
 }
 
-// instrument returns p with hooks that count each Do's outcome in m, log
-// a DEBUG line per retry and a WARN line when a call fails, both with the
-// request's ctx, so a handler can add its request or trace ID. Build the
-// Policy once per call site and share it: the hooks get each call's ctx.
-// A call that succeeds allocates nothing here.
+// instrument returns p with hooks that count each Do's outcome and retries
+// in m, log a DEBUG line per retry announced and a WARN line when a call
+// fails, both with the request's ctx, so a handler can add its request or
+// trace ID. Retries are counted when Do returns, not in OnRetry, whose
+// retry does not follow if Do stops first. Build the Policy once per call
+// site and share it: the hooks get each call's ctx. A call that succeeds
+// allocates nothing here.
 func instrument(p retry.Policy, m *callSite, log *slog.Logger) retry.Policy {
 	p.OnRetry = func(ctx context.Context, attempt int, err error, wait time.Duration) {
 		log.DebugContext(ctx, "retrying", "attempt", attempt, "err", err, "wait", wait)
@@ -40,8 +44,10 @@ func instrument(p retry.Policy, m *callSite, log *slog.Logger) retry.Policy {
 		m.outcomes.Add(outcome, 1)
 		m.attempts.Add(strconv.Itoa(attempts), 1) // below 100, Itoa does not allocate
 		m.elapsed.Add(bucketOf(elapsed), 1)
+		m.retries.Add(int64(max(attempts-1, 0)))
 		if err != nil {
-			log.WarnContext(ctx, "call failed", "outcome", outcome, "attempts", attempts, "elapsed", elapsed, "err", err)
+			log.WarnContext(ctx, "call failed", "outcome", outcome, "attempts", attempts,
+				"elapsed", elapsed, "err", err)
 		}
 	}
 	return p
@@ -56,7 +62,7 @@ func outcomeOf(attempts int, err error) string {
 	case err == nil:
 		return "success_after_retry"
 	case attempts == 0:
-		return "not_started" // ctx was done before the first call
+		return "not_started" // ctx was done, or its deadline had passed, before the first call
 	case exhausted:
 		return "exhausted/" + re.Reason.String()
 	}
@@ -127,10 +133,13 @@ func ExamplePolicy_onDone() {
 	m := newCallSite()
 	var now time.Time // fake time keeps the example instant and its output fixed
 	clock := retry.ClockFunc(func() time.Time { return now })
-	sleep := retry.SleeperFunc(func(ctx context.Context, d time.Duration) error { now = now.Add(d); return ctx.Err() })
+	sleep := retry.SleeperFunc(func(ctx context.Context, d time.Duration) error {
+		now = now.Add(d)
+		return ctx.Err()
+	})
 	errUnavailable := errors.New("service unavailable")
-	p := instrument(retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: clock, Sleeper: sleep},
-		m, slog.New(requestIDHandler{text}))
+	p := retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: clock, Sleeper: sleep}
+	p = instrument(p, m, slog.New(requestIDHandler{text}))
 
 	failing := func(failures int, err error) func(context.Context) error {
 		calls := 0
@@ -159,6 +168,7 @@ func ExamplePolicy_onDone() {
 	fmt.Println(m.outcomes)
 	fmt.Println(m.attempts)
 	fmt.Println(m.elapsed)
+	fmt.Println("retries:", m.retries.Value())
 	// Output:
 	// level=DEBUG msg=retrying attempt=1 err="service unavailable" wait=100ms request_id=r2
 	// level=DEBUG msg=retrying attempt=2 err="service unavailable" wait=200ms request_id=r2
@@ -170,4 +180,5 @@ func ExamplePolicy_onDone() {
 	// {"exhausted/max attempts reached": 1, "non_retryable": 1, "not_started": 1, "success_after_retry": 1, "success_first_try": 1}
 	// {"0": 1, "1": 2, "3": 2}
 	// {"le_100ms": 3, "le_1s": 2}
+	// retries: 4
 }

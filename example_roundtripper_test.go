@@ -1,6 +1,7 @@
 package retry_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,8 +26,10 @@ import (
 // whose method is idempotent or that has an Idempotency-Key, and whose
 // body, if any, GetBody can rebuild (http.NewRequest sets GetBody for a
 // bytes.Reader, a bytes.Buffer or a strings.Reader). It sends any other
-// request once. Before each retry it reads at most 64 KiB of the
-// response it retries, and closes it. When it gives up on a status, at a
+// request once, such as one with a body and no GetBody: every inbound
+// request that an httputil.ReverseProxy forwards, unless replayable sets
+// it. Before each retry it reads at most 64 KiB of the response it
+// retries, and closes it. When it gives up on a status, at a
 // deadline too, it returns the last response, unread, as a client without
 // retries would: once ctx's deadline has passed, reading its body fails
 // with ctx's error. When ctx is cancelled, it returns Do's error.
@@ -66,7 +69,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	sent := 0
 	resp, err := retry.DoValue(req.Context(), func(ctx context.Context) (*http.Response, error) {
 		if last != nil { // Do retries it: drain it, so that its connection may serve this attempt
-			io.CopyN(io.Discard, last.Body, 64<<10) // all of a short body, so that its connection serves again
+			io.CopyN(io.Discard, last.Body, 64<<10) // all of a short body: its connection serves again
 			last.Body.Close()
 			last = nil // only the last attempt's response may be returned
 		}
@@ -111,13 +114,30 @@ func resendable(req *http.Request) bool {
 		return false
 	}
 	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
+		http.MethodPut, http.MethodDelete:
 		return true
 	}
 	return req.Header.Get("Idempotency-Key") != ""
 }
 
 var _ http.RoundTripper = (*retryTransport)(nil)
+
+// replayable lets retryTransport send again the body of an inbound request,
+// such as one that an httputil.ReverseProxy forwards: it keeps up to limit
+// bytes in memory and sets GetBody. A longer body is sent once.
+func replayable(req *http.Request, limit int64) {
+	if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil {
+		return
+	}
+	buf, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
+	req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), req.Body)) // the server closes it
+	if err == nil && int64(len(buf)) <= limit {
+		req.GetBody = func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(buf)), nil
+		}
+	}
+}
 
 // An http.Client whose Transport retries: a POST with an Idempotency-Key is
 // sent again, its whole body each time; a POST without one, or with a body
@@ -147,7 +167,8 @@ func Example_roundTripper() {
 		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
 			fmt.Printf("  attempt %d: %v; retrying in %v\n", attempt, err, wait)
 		},
-		Sleeper: retry.SleeperFunc(func(context.Context, time.Duration) error { return nil }), // no real waits here
+		// no real waits here
+		Sleeper: retry.SleeperFunc(func(context.Context, time.Duration) error { return nil }),
 	}}}
 	show := func(req *http.Request) {
 		resp, err := client.Do(req)
@@ -165,7 +186,8 @@ func Example_roundTripper() {
 	show(keyed)
 	unkeyed, _ := http.NewRequest(http.MethodPost, srv.URL+"/unkeyed", strings.NewReader("order 8"))
 	show(unkeyed)
-	stream, _ := http.NewRequest(http.MethodPut, srv.URL+"/stream", io.MultiReader(strings.NewReader("chunk")))
+	chunk := io.MultiReader(strings.NewReader("chunk")) // a body that GetBody cannot rebuild
+	stream, _ := http.NewRequest(http.MethodPut, srv.URL+"/stream", chunk)
 	show(stream)
 	down, _ := http.NewRequest(http.MethodGet, srv.URL+"/down", nil)
 	show(down)

@@ -3,6 +3,7 @@ package retry_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -37,9 +38,9 @@ func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
 // getBody is the README's GET client, as a function for the examples.
 func getBody(ctx context.Context, client *http.Client, url string, p retry.Policy) ([]byte, error) {
 	body, err := retry.DoValue(ctx, func(ctx context.Context) ([]byte, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req, err := newRequest(ctx, http.MethodGet, url, nil)
 		if err != nil {
-			return nil, retry.Permanent(err) // a malformed URL
+			return nil, err
 		}
 		return read(client.Do(req))
 	}, p)
@@ -47,16 +48,27 @@ func getBody(ctx context.Context, client *http.Client, url string, p retry.Polic
 }
 
 // postOrder is the README's POST client, as a function for the examples.
-func postOrder(ctx context.Context, client *http.Client, url, key string, order []byte, p retry.Policy) ([]byte, error) {
+func postOrder(ctx context.Context, client *http.Client, url, key string, order []byte,
+	p retry.Policy) ([]byte, error) {
 	body, err := retry.DoValue(ctx, func(ctx context.Context) ([]byte, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(order))
+		req, err := newRequest(ctx, http.MethodPost, url, bytes.NewReader(order))
 		if err != nil {
-			return nil, retry.Permanent(err)
+			return nil, err
 		}
 		req.Header.Set("Idempotency-Key", key) // the server answers a repeat with its first answer
 		return read(client.Do(req))
 	}, p)
 	return body, err
+}
+
+// newRequest is http.NewRequestWithContext, whose error, like a URL without
+// a scheme or a host, is Permanent: no retry fixes the URL.
+func newRequest(ctx context.Context, method, url string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err == nil && (req.URL.Scheme == "" || req.URL.Host == "") {
+		err = fmt.Errorf("no scheme or host in URL %q", url)
+	}
+	return req, retry.Permanent(err) // Permanent(nil) is nil
 }
 
 // maxDrain is how much is read of a body that is retried or refused: all
@@ -65,7 +77,11 @@ const maxDrain = 64 << 10
 
 // read returns the body of a response, or an error that Do retries or not.
 func read(resp *http.Response, err error) ([]byte, error) {
-	if err != nil {
+	var untrusted *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &untrusted):
+		return nil, retry.Permanent(err) // a certificate that no retry makes trusted
+	case err != nil:
 		return nil, err // a network error or a timeout: retried
 	}
 	defer resp.Body.Close()
@@ -155,7 +171,8 @@ var (
 
 // isRetryable retries everything but the errors a retry cannot fix.
 func isRetryable(err error) bool {
-	for _, permanent := range []error{ErrInvalid, ErrUnauthenticated, ErrForbidden, ErrNotFound, ErrConflict} {
+	for _, permanent := range []error{ErrInvalid, ErrUnauthenticated, ErrForbidden, ErrNotFound,
+		ErrConflict} {
 		if errors.Is(err, permanent) {
 			return false
 		}
@@ -222,7 +239,8 @@ func ExampleRetryExhausted_deadline() {
 	err := retry.Do(context.Background(), func(ctx context.Context) error {
 		ft.now = ft.now.Add(400 * time.Millisecond) // each call takes 400ms
 		return errUnavailable
-	}, retry.Policy{Timeout: time.Second, BaseDelay: 300 * time.Millisecond, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft})
+	}, retry.Policy{Timeout: time.Second, BaseDelay: 300 * time.Millisecond, Jitter: retry.NoJitter,
+		Clock: ft, Sleeper: ft})
 
 	var re *retry.RetryExhausted
 	if errors.As(err, &re) {
@@ -234,7 +252,7 @@ func ExampleRetryExhausted_deadline() {
 	// retry: gave up after 2 attempts in 1.1s (deadline reached: Policy.Timeout passed): service unavailable
 }
 
-// NoJitter doubles the wait after each retry, up to max.
+// NoJitter doubles the wait after each retry, up to MaxDelay.
 func ExampleNoJitter() {
 	for n := range 6 {
 		fmt.Print(retry.NoJitter(n, 100*time.Millisecond, time.Second, 0, 0), " ")
@@ -261,7 +279,7 @@ func ExampleEqualJitter() {
 }
 
 // DecorrelatedJitter draws each wait between base and three times the
-// previous one, capped at max.
+// previous one, capped at MaxDelay.
 func ExampleDecorrelatedJitter() {
 	// Each wait is drawn from [base, 3·prev], capped at max.
 	prev := 100 * time.Millisecond
@@ -273,7 +291,7 @@ func ExampleDecorrelatedJitter() {
 }
 
 // Code that retries is tested on fake time: inject a Clock and a Sleeper,
-// and a fixed Rand for a fixed schedule. This run spends 7s of fake time
+// and NoJitter for a fixed schedule. This run spends 7s of fake time
 // and no real time: after the call at 7s, the next wait (8s) would end
 // after the 8s Timeout, so Do gives up at once instead of sleeping.
 func ExamplePolicy_fakeTime() {
@@ -420,7 +438,8 @@ func Example_notFound() {
 	}))
 	defer srv.Close()
 
-	_, err := getBody(context.Background(), srv.Client(), srv.URL+"/missing", retry.Policy{Sleeper: noWait})
+	p := retry.Policy{Sleeper: noWait}
+	_, err := getBody(context.Background(), srv.Client(), srv.URL+"/missing", p)
 	fmt.Println(err, "after", hits.Load(), "call")
 	// Output: 404 Not Found after 1 call
 }
@@ -448,7 +467,8 @@ func Example_postIdempotencyKey() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
-		fmt.Printf("server: %s, %d bytes of %d, key %s, %v\n", body, len(body), r.ContentLength, r.Header.Get("Idempotency-Key"), err)
+		fmt.Printf("server: %s, %d bytes of %d, key %s, %v\n",
+			body, len(body), r.ContentLength, r.Header.Get("Idempotency-Key"), err)
 		if hits.Add(1) == 1 {
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -466,7 +486,8 @@ func Example_postIdempotencyKey() {
 		},
 		Clock: ft, Sleeper: ft,
 	}
-	body, err := postOrder(context.Background(), srv.Client(), srv.URL, "order-7", []byte(`{"n":1}`), p)
+	order := []byte(`{"n":1}`)
+	body, err := postOrder(context.Background(), srv.Client(), srv.URL, "order-7", order, p)
 	fmt.Printf("%s %v\n", body, err)
 	// Output:
 	// server: {"n":1}, 7 bytes of 7, key order-7, <nil>
@@ -519,7 +540,8 @@ func Example_attemptTimeout() {
 	p := retry.Policy{
 		AttemptTimeout: 200 * time.Millisecond,
 		OnRetry: func(_ context.Context, attempt int, err error, _ time.Duration) {
-			fmt.Printf("attempt %d: %v; retrying\n", attempt, strings.ReplaceAll(err.Error(), srv.URL, "$URL"))
+			msg := strings.ReplaceAll(err.Error(), srv.URL, "$URL")
+			fmt.Printf("attempt %d: %v; retrying\n", attempt, msg)
 		},
 		Sleeper: noWait,
 	}

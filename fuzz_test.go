@@ -12,8 +12,8 @@ import (
 )
 
 // FuzzJitter checks every jitter function over arbitrary arguments: no
-// panic; with base and max clamped as the Jitter doc says, the wait is in
-// [0, max] (and at least base for DecorrelatedJitter); out of range, the
+// panic; with base and maxDelay clamped as the Jitter doc says, the wait is in
+// [0, maxDelay] (and at least base for DecorrelatedJitter); out of range, the
 // wait is exactly that at the clamped arguments; and it is the value of
 // the documented formula, which checkJitterSpec computes with math/big
 // and not with the package's helpers.
@@ -27,14 +27,14 @@ func FuzzJitter(f *testing.F) {
 	f.Add(1, int64(1), int64(3), int64(0), 0.0)
 	f.Add(1, int64(math.MaxInt64/2), int64(math.MaxInt64), int64(math.MaxInt64/3), 1.0)
 	f.Fuzz(func(t *testing.T, n int, b, m, p int64, u float64) {
-		base, max, prev := time.Duration(b), time.Duration(m), time.Duration(p)
-		cn, cbase, cmax, cprev, cu := specArgs(n, base, max, prev, u)
+		base, maxDelay, prev := time.Duration(b), time.Duration(m), time.Duration(p)
+		cn, cbase, cmaxDelay, cprev, cu := specArgs(n, base, maxDelay, prev, u)
 		for _, j := range jitters {
-			got := checkJitterBounds(t, j.name, j.f, n, base, max, prev, u)
-			if want := j.f(cn, cbase, cmax, cprev, cu); got != want {
-				t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %d, its value at the clamped arguments", j.name, n, base, max, prev, u, got, want)
+			got := checkJitterBounds(t, j.name, j.f, n, base, maxDelay, prev, u)
+			if want := j.f(cn, cbase, cmaxDelay, cprev, cu); got != want {
+				t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %d, its value at the clamped arguments", j.name, n, base, maxDelay, prev, u, got, want)
 			}
-			checkJitterSpec(t, j.name, n, base, max, prev, u, got)
+			checkJitterSpec(t, j.name, n, base, maxDelay, prev, u, got)
 		}
 	})
 }

@@ -40,7 +40,7 @@ func TestRandOutOfRange(t *testing.T) {
 	p := newFakeTime().with(Policy{
 		MaxAttempts: len(values) + 1,
 		Rand:        func() float64 { calls++; return values[calls-1] },
-		Jitter: func(n int, base, max, prev time.Duration, u float64) time.Duration {
+		Jitter: func(n int, base, maxDelay, prev time.Duration, u float64) time.Duration {
 			seen = append(seen, u)
 			return base
 		},

@@ -21,7 +21,7 @@ var jitters = []struct {
 // justBelow1 is the largest float64 below 1, the most math/rand/v2 returns.
 const justBelow1 = 1 - 1.0/(1<<53)
 
-// Each formula where an off-by-one or a wrong clamp shows (base·2ⁿ near max, shifts near 63,
+// Each formula where an off-by-one or a wrong clamp shows (base·2ⁿ near maxDelay, shifts near 63,
 // durations near math.MaxInt64, u at its ends); wants worked by hand. TestJitterEdges clamps.
 func TestJitterExact(t *testing.T) {
 	const (
@@ -29,26 +29,26 @@ func TestJitterExact(t *testing.T) {
 		ms  = time.Millisecond
 	)
 	tests := []struct {
-		name            string
-		f               Jitter
-		n               int
-		base, max, prev time.Duration
-		u               float64
-		want            time.Duration
+		name                 string
+		f                    Jitter
+		n                    int
+		base, maxDelay, prev time.Duration
+		u                    float64
+		want                 time.Duration
 	}{
 		{"NoJitter n=0", NoJitter, 0, 100 * ms, 10 * time.Second, 0, 0.7, 100 * ms},
 		{"NoJitter n=3", NoJitter, 3, 100 * ms, 10 * time.Second, 0, 0.7, 800 * ms},
 		{"NoJitter capped", NoJitter, 7, 100 * ms, 10 * time.Second, 0, 0.7, 10 * time.Second},
-		{"NoJitter base·2ⁿ below max", NoJitter, 1, 1, 3, 0, 0, 2},
-		{"NoJitter base·2ⁿ above max", NoJitter, 2, 1, 3, 0, 0, 3},
-		{"NoJitter base·2ⁿ at max", NoJitter, 1, 1, 2, 0, 0, 2},
-		{"NoJitter 5·2³ at max", NoJitter, 3, 5, 40, 0, 0, 40},
-		{"NoJitter 5·2³ just below max", NoJitter, 3, 5, 41, 0, 0, 40},
-		{"NoJitter 5·2³ just above max", NoJitter, 3, 5, 39, 0, 0, 39},
-		{"NoJitter n=1 at max", NoJitter, 1, 1, 1, 0, 0, 1},
+		{"NoJitter base·2ⁿ below maxDelay", NoJitter, 1, 1, 3, 0, 0, 2},
+		{"NoJitter base·2ⁿ above maxDelay", NoJitter, 2, 1, 3, 0, 0, 3},
+		{"NoJitter base·2ⁿ at maxDelay", NoJitter, 1, 1, 2, 0, 0, 2},
+		{"NoJitter 5·2³ at maxDelay", NoJitter, 3, 5, 40, 0, 0, 40},
+		{"NoJitter 5·2³ just below maxDelay", NoJitter, 3, 5, 41, 0, 0, 40},
+		{"NoJitter 5·2³ just above maxDelay", NoJitter, 3, 5, 39, 0, 0, 39},
+		{"NoJitter n=1 at maxDelay", NoJitter, 1, 1, 1, 0, 0, 1},
 		{"NoJitter 2⁶²", NoJitter, 62, 1, top, 0, 0, 1 << 62},
-		{"NoJitter 2⁶² at max", NoJitter, 62, 1, 1 << 62, 0, 0, 1 << 62},
-		{"NoJitter 2⁶¹ below max", NoJitter, 61, 1, 1 << 62, 0, 0, 1 << 61},
+		{"NoJitter 2⁶² at maxDelay", NoJitter, 62, 1, 1 << 62, 0, 0, 1 << 62},
+		{"NoJitter 2⁶¹ below maxDelay", NoJitter, 61, 1, 1 << 62, 0, 0, 1 << 61},
 		{"NoJitter 2⁶³ above MaxInt64", NoJitter, 63, 1, top, 0, 0, top},
 		{"NoJitter 2⁶⁴ above MaxInt64", NoJitter, 64, 1, top, 0, 0, top},
 		{"NoJitter 3·2⁶¹", NoJitter, 61, 3, top, 0, 0, 3 << 61},
@@ -60,8 +60,8 @@ func TestJitterExact(t *testing.T) {
 		{"NoJitter base 0", NoJitter, 5, 0, 10, 0, 0, 0},
 		{"NoJitter base 0, n=MaxInt", NoJitter, math.MaxInt, 0, 10, 0, 0, 0},
 		{"NoJitter n=MinInt", NoJitter, math.MinInt, 7, 10, 0, 0, 7},
-		{"NoJitter base above max, n=1", NoJitter, 1, 11, 10, 0, 0, 10},
-		{"NoJitter max 0", NoJitter, 1, 1, 0, 0, 0, 0},
+		{"NoJitter base above maxDelay, n=1", NoJitter, 1, 11, 10, 0, 0, 10},
+		{"NoJitter maxDelay 0", NoJitter, 1, 1, 0, 0, 0, 0},
 
 		{"FullJitter u=0", FullJitter, 3, 100 * ms, time.Second, 0, 0, 0},
 		{"FullJitter u=0.5", FullJitter, 3, 100 * ms, time.Second, 0, 0.5, 400 * ms},
@@ -97,19 +97,19 @@ func TestJitterExact(t *testing.T) {
 		{"DecorrelatedJitter u just below 1, prev 1s", DecorrelatedJitter, 0, 100 * ms, 10 * time.Second, time.Second, justBelow1, 3*time.Second - 1},
 		{"DecorrelatedJitter capped", DecorrelatedJitter, 0, 100 * ms, 10 * time.Second, 5 * time.Second, 0.9, 10 * time.Second},
 		{"DecorrelatedJitter ignores n", DecorrelatedJitter, 40, 100 * ms, 10 * time.Second, 100 * ms, 0, 100 * ms},
-		{"DecorrelatedJitter at max", DecorrelatedJitter, 0, 1, 9, 3, 1, 9},
-		{"DecorrelatedJitter just above max", DecorrelatedJitter, 0, 1, 8, 3, 1, 8},
-		{"DecorrelatedJitter prev above max, u=0", DecorrelatedJitter, 0, 100 * ms, time.Second, 20 * time.Second, 0, 100 * ms},
-		{"DecorrelatedJitter prev above max, u=0.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 20 * time.Second, 0.5, time.Second},
-		{"DecorrelatedJitter base at max", DecorrelatedJitter, 0, 10, 10, 50, 0.5, 10},
+		{"DecorrelatedJitter at maxDelay", DecorrelatedJitter, 0, 1, 9, 3, 1, 9},
+		{"DecorrelatedJitter just above maxDelay", DecorrelatedJitter, 0, 1, 8, 3, 1, 8},
+		{"DecorrelatedJitter prev above maxDelay, u=0", DecorrelatedJitter, 0, 100 * ms, time.Second, 20 * time.Second, 0, 100 * ms},
+		{"DecorrelatedJitter prev above maxDelay, u=0.5", DecorrelatedJitter, 0, 100 * ms, time.Second, 20 * time.Second, 0.5, time.Second},
+		{"DecorrelatedJitter base at maxDelay", DecorrelatedJitter, 0, 10, 10, 50, 0.5, 10},
 		{"DecorrelatedJitter prev ⌊MaxInt64/3⌋+1, u=1", DecorrelatedJitter, 0, 1, top, top/3 + 1, 1, top},
 		{"DecorrelatedJitter prev MaxInt64, u just below 1", DecorrelatedJitter, 0, 1, top, top, justBelow1, top},
 		{"DecorrelatedJitter base MaxInt64", DecorrelatedJitter, 0, top, top, 0, 0.5, top},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.f(tt.n, tt.base, tt.max, tt.prev, tt.u); got != tt.want {
-				t.Errorf("%s: f(%d, %d, %d, %d, %v) = %d; want %d", tt.name, tt.n, tt.base, tt.max, tt.prev, tt.u, got, tt.want)
+			if got := tt.f(tt.n, tt.base, tt.maxDelay, tt.prev, tt.u); got != tt.want {
+				t.Errorf("%s: f(%d, %d, %d, %d, %v) = %d; want %d", tt.name, tt.n, tt.base, tt.maxDelay, tt.prev, tt.u, got, tt.want)
 			}
 		})
 	}
@@ -143,22 +143,22 @@ func TestJitterNearTheTop(t *testing.T) {
 	}
 }
 
-// Every jitter stays in [0, max] (DecorrelatedJitter in [base, max]) where
+// Every jitter stays in [0, maxDelay] (DecorrelatedJitter in [base, maxDelay]) where
 // retry libraries overflow: huge n, durations near math.MaxInt64, u at its ends.
 func TestJitterBounds(t *testing.T) {
 	durations := []time.Duration{0, 1, time.Millisecond, time.Second, time.Hour, math.MaxInt64 / 3, math.MaxInt64/2 + 1, math.MaxInt64 - 1, math.MaxInt64}
 	ns := []int{0, 1, 2, 30, 62, 63, 64, 100, 1 << 20, math.MaxInt - 1, math.MaxInt}
 	us := []float64{0, 1e-300, 0.25, 0.5, justBelow1, 1, 1.5, math.Inf(1), math.Inf(-1), -0.5, math.NaN()}
 	for _, j := range jitters {
-		for _, max := range durations {
+		for _, maxDelay := range durations {
 			for _, base := range durations {
-				if base > max {
+				if base > maxDelay {
 					continue
 				}
 				for _, n := range ns {
 					for _, prev := range durations {
 						for _, u := range us {
-							checkJitterBounds(t, j.name, j.f, n, base, max, prev, u)
+							checkJitterBounds(t, j.name, j.f, n, base, maxDelay, prev, u)
 						}
 					}
 				}
@@ -167,16 +167,16 @@ func TestJitterBounds(t *testing.T) {
 	}
 }
 
-// checkJitterBounds returns f's wait, failing t outside [0, max] ([base, max] for DecorrelatedJitter).
-func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, max, prev time.Duration, u float64) time.Duration {
+// checkJitterBounds returns f's wait, failing t outside [0, maxDelay] ([base, maxDelay] for DecorrelatedJitter).
+func checkJitterBounds(t *testing.T, name string, f Jitter, n int, base, maxDelay, prev time.Duration, u float64) time.Duration {
 	t.Helper()
-	got := f(n, base, max, prev, u)
-	_, lo, hi, _, _ := specArgs(n, base, max, prev, u)
+	got := f(n, base, maxDelay, prev, u)
+	_, lo, hi, _, _ := specArgs(n, base, maxDelay, prev, u)
 	if name != "DecorrelatedJitter" {
 		lo = 0
 	}
 	if got < lo || got > hi {
-		t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want it in [%d, %d]", name, n, base, max, prev, u, got, lo, hi)
+		t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want it in [%d, %d]", name, n, base, maxDelay, prev, u, got, lo, hi)
 	}
 	return got
 }
@@ -200,12 +200,12 @@ func TestJitterSpec(t *testing.T) {
 		if r.IntN(2) == 0 {
 			n, u = r.IntN(70), r.Float64()
 		}
-		base, max, prev := duration(), duration(), duration()
+		base, maxDelay, prev := duration(), duration(), duration()
 		for _, j := range jitters {
-			got := checkJitterBounds(t, j.name, j.f, n, base, max, prev, u)
-			checkJitterSpec(t, j.name, n, base, max, prev, u, got)
-			if again := j.f(n, base, max, prev, u); again != got {
-				t.Fatalf("%s(%d, %v, %v, %v, %v) = %v, then %v; want the same", j.name, n, base, max, prev, u, got, again)
+			got := checkJitterBounds(t, j.name, j.f, n, base, maxDelay, prev, u)
+			checkJitterSpec(t, j.name, n, base, maxDelay, prev, u, got)
+			if again := j.f(n, base, maxDelay, prev, u); again != got {
+				t.Fatalf("%s(%d, %v, %v, %v, %v) = %v, then %v; want the same", j.name, n, base, maxDelay, prev, u, got, again)
 			}
 		}
 	}
@@ -215,46 +215,46 @@ func TestJitterSpec(t *testing.T) {
 // overflow in base·2ⁿ would make it.
 func TestJitterMonotonic(t *testing.T) {
 	for _, base := range []time.Duration{1, time.Millisecond, 3 * time.Second, math.MaxInt64 / 5} {
-		max, prev := time.Duration(math.MaxInt64), time.Duration(0)
+		maxDelay, prev := time.Duration(math.MaxInt64), time.Duration(0)
 		for n := range 200 {
-			got := NoJitter(n, base, max, 0, 0)
+			got := NoJitter(n, base, maxDelay, 0, 0)
 			if got < prev {
-				t.Fatalf("NoJitter(%d, %d, max) = %d; want at least NoJitter(%d) = %d", n, base, got, n-1, prev)
+				t.Fatalf("NoJitter(%d, %d, maxDelay) = %d; want at least NoJitter(%d) = %d", n, base, got, n-1, prev)
 			}
 			prev = got
 		}
-		if prev != max {
-			t.Errorf("NoJitter(199, %d, max) = %d; want the cap %d", base, prev, max)
+		if prev != maxDelay {
+			t.Errorf("NoJitter(199, %d, maxDelay) = %d; want the cap %d", base, prev, maxDelay)
 		}
 	}
 }
 
 // Each jitter reads an argument out of range as the nearest value in range.
 func TestJitterEdges(t *testing.T) {
-	const base, max = 100 * time.Millisecond, time.Second
+	const base, maxDelay = 100 * time.Millisecond, time.Second
 	tests := []struct {
 		name                  string
 		n                     int
-		base, max, prev       time.Duration
+		base, maxDelay, prev  time.Duration
 		u                     float64
 		no, full, equal, deco time.Duration
 	}{
-		{"negative n counts as 0", -5, base, max, base, 0.5, base, base / 2, 75 * time.Millisecond, 200 * time.Millisecond},
-		{"u above 1 counts as 1", 1, base, max, base, 7, 2 * base, 2 * base, 2 * base, 300 * time.Millisecond},
-		{"+Inf counts as 1", 1, base, max, base, math.Inf(1), 2 * base, 2 * base, 2 * base, 300 * time.Millisecond},
-		{"negative u counts as 0", 1, base, max, base, -3, 2 * base, 0, base, base},
-		{"NaN counts as 0", 1, base, max, base, math.NaN(), 2 * base, 0, base, base},
-		{"base above max counts as max", 0, 2 * max, max, 0, 0, max, 0, max / 2, max},
-		{"negative max counts as 0", 3, base, -max, 0, 0.5, 0, 0, 0, 0},
+		{"negative n counts as 0", -5, base, maxDelay, base, 0.5, base, base / 2, 75 * time.Millisecond, 200 * time.Millisecond},
+		{"u above 1 counts as 1", 1, base, maxDelay, base, 7, 2 * base, 2 * base, 2 * base, 300 * time.Millisecond},
+		{"+Inf counts as 1", 1, base, maxDelay, base, math.Inf(1), 2 * base, 2 * base, 2 * base, 300 * time.Millisecond},
+		{"negative u counts as 0", 1, base, maxDelay, base, -3, 2 * base, 0, base, base},
+		{"NaN counts as 0", 1, base, maxDelay, base, math.NaN(), 2 * base, 0, base, base},
+		{"base above maxDelay counts as maxDelay", 0, 2 * maxDelay, maxDelay, 0, 0, maxDelay, 0, maxDelay / 2, maxDelay},
+		{"negative maxDelay counts as 0", 3, base, -maxDelay, 0, 0.5, 0, 0, 0, 0},
 		{"top of the range", math.MaxInt, 1, math.MaxInt64, math.MaxInt64/3 + 1, 1, math.MaxInt64, math.MaxInt64, math.MaxInt64, math.MaxInt64},
-		{"negative base counts as 0", 3, -base, max, -max, 0.5, 0, 0, 0, 0},
+		{"negative base counts as 0", 3, -base, maxDelay, -maxDelay, 0.5, 0, 0, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for i, want := range []time.Duration{tt.no, tt.full, tt.equal, tt.deco} {
 				j := jitters[i]
-				if got := j.f(tt.n, tt.base, tt.max, tt.prev, tt.u); got != want {
-					t.Errorf("%s(%d, %v, %v, %v, %v) = %v; want %v", j.name, tt.n, tt.base, tt.max, tt.prev, tt.u, got, want)
+				if got := j.f(tt.n, tt.base, tt.maxDelay, tt.prev, tt.u); got != want {
+					t.Errorf("%s(%d, %v, %v, %v, %v) = %v; want %v", j.name, tt.n, tt.base, tt.maxDelay, tt.prev, tt.u, got, want)
 				}
 			}
 		})
@@ -263,18 +263,18 @@ func TestJitterEdges(t *testing.T) {
 
 // specArgs clamps the arguments as the Jitter doc says; with specJitter, an oracle in exact
 // math/big arithmetic that shares no code with the package.
-func specArgs(n int, base, max, prev time.Duration, u float64) (int, time.Duration, time.Duration, time.Duration, float64) {
+func specArgs(n int, base, maxDelay, prev time.Duration, u float64) (int, time.Duration, time.Duration, time.Duration, float64) {
 	if n < 0 {
 		n = 0
 	}
-	if max < 0 {
-		max = 0
+	if maxDelay < 0 {
+		maxDelay = 0
 	}
 	if base < 0 {
 		base = 0
 	}
-	if base > max {
-		base = max
+	if base > maxDelay {
+		base = maxDelay
 	}
 	if prev < 0 {
 		prev = 0
@@ -285,21 +285,21 @@ func specArgs(n int, base, max, prev time.Duration, u float64) (int, time.Durati
 	case u > 1:
 		u = 1
 	}
-	return n, base, max, prev, u
+	return n, base, maxDelay, prev, u
 }
 
 // specJitter returns the exact value of the named Jitter's formula at the
 // clamped arguments, in nanoseconds:
 //
-//	NoJitter            d = min(base·2ⁿ, max)
+//	NoJitter            d = min(base·2ⁿ, maxDelay)
 //	FullJitter          u·d
 //	EqualJitter         d/2 + u·d/2
-//	DecorrelatedJitter  min(max, base + u·(3·p − base)), p = max(prev, base)
-func specJitter(name string, n int, base, max, prev time.Duration, u float64) *big.Rat {
-	n, base, max, prev, u = specArgs(n, base, max, prev, u)
-	b, m := big.NewInt(int64(base)), big.NewInt(int64(max))
+//	DecorrelatedJitter  min(maxDelay, base + u·(3·p − base)), p = max(prev, base)
+func specJitter(name string, n int, base, maxDelay, prev time.Duration, u float64) *big.Rat {
+	n, base, maxDelay, prev, u = specArgs(n, base, maxDelay, prev, u)
+	b, m := big.NewInt(int64(base)), big.NewInt(int64(maxDelay))
 	U := new(big.Rat).SetFloat64(u) // exact: u is finite here
-	// For n ≥ 64 and base ≥ 1, base·2ⁿ ≥ 2⁶⁴ > max, so shifting by at most
+	// For n ≥ 64 and base ≥ 1, base·2ⁿ ≥ 2⁶⁴ > maxDelay, so shifting by at most
 	// 64 gives the same minimum (and n = math.MaxInt allocates nothing).
 	shift := uint(64)
 	if n < 64 {
@@ -340,13 +340,13 @@ func specJitter(name string, n int, base, max, prev time.Duration, u float64) *b
 // [e − 1ns − ε, e + ε] (1.5ns for EqualJitter's halves), ε = e·2⁻⁴⁸: their
 // few float64 operations err below 2⁻⁵⁰ of e, far less than an off-by-one n
 // or a wrong clamp would.
-func checkJitterSpec(t *testing.T, name string, n int, base, max, prev time.Duration, u float64, got time.Duration) {
+func checkJitterSpec(t *testing.T, name string, n int, base, maxDelay, prev time.Duration, u float64, got time.Duration) {
 	t.Helper()
-	e := specJitter(name, n, base, max, prev, u)
+	e := specJitter(name, n, base, maxDelay, prev, u)
 	g := new(big.Rat).SetInt64(int64(got))
 	if name == "NoJitter" {
 		if g.Cmp(e) != 0 {
-			t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %s", name, n, base, max, prev, u, got, e.RatString())
+			t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %s", name, n, base, maxDelay, prev, u, got, e.RatString())
 		}
 		return
 	}
@@ -360,7 +360,7 @@ func checkJitterSpec(t *testing.T, name string, n int, base, max, prev time.Dura
 	hi := new(big.Rat).Add(e, eps)
 	if g.Cmp(lo) < 0 || g.Cmp(hi) > 0 {
 		t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %s within [-%s-ε, +ε], ε = %s",
-			name, n, base, max, prev, u, got, e.FloatString(3), below.FloatString(1), eps.FloatString(3))
+			name, n, base, maxDelay, prev, u, got, e.FloatString(3), below.FloatString(1), eps.FloatString(3))
 	}
 }
 

@@ -44,8 +44,10 @@ type Policy struct {
 	// Timeout bounds the whole call of Do, attempts and waits included. 0
 	// means none.
 	Timeout time.Duration
-	// AttemptTimeout bounds each call of fn; an attempt that runs out of
-	// time is retried like any other failure. 0 means none.
+	// AttemptTimeout bounds each call of fn. 0 means none. An attempt that
+	// runs out of time returns context.DeadlineExceeded, retried unless
+	// IsRetryable refuses it: retry it only if fn is idempotent or carries a
+	// key that makes a repeat harmless, as the work may have been done.
 	AttemptTimeout time.Duration
 	// Jitter chooses each wait; Do clamps it to [0, MaxDelay]. nil means
 	// DecorrelatedJitter.
@@ -57,11 +59,12 @@ type Policy struct {
 	IsRetryable func(error) bool
 	// OnRetry, if not nil, is called before each wait with Do's ctx, the
 	// number of the attempt that failed (the first is 1), its error and the
-	// wait chosen. Time spent in it comes off the wait.
+	// wait chosen. Time spent in it comes off the wait. The retry does not
+	// follow if Do stops before the next call: count retries in OnDone.
 	OnRetry func(ctx context.Context, attempt int, err error, wait time.Duration)
 	// OnDone, if not nil, is called once by every call of Do with valid
 	// arguments, just before it returns, with Do's ctx, the number of
-	// calls of fn (0 if ctx was done before the first), the time since Do
+	// calls of fn (0 if Do stopped before the first), the time since Do
 	// was called on Clock (0 when fn was never called), and the error that
 	// Do returns. It is not called when a panic unwinds Do.
 	OnDone func(ctx context.Context, attempts int, elapsed time.Duration, err error)

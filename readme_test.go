@@ -9,42 +9,46 @@ import (
 	"testing"
 )
 
-// TestREADMEGoBlocks checks that each Go block of README.md compiles: it
-// stands in a _test.go file of this package, as it is or indented one tab
-// (the body of a function). The blocks of the circuit breaker recipe stand
-// in testdata/gobreaker, whose tests run them against gobreaker, and those
-// that do not name gobreaker stand here too, where Example_breaker runs
-// them. Only the gRPC recipe, marked "not compiled", is left out, since no
-// module here imports gRPC. The call in the package doc must be Example's,
-// as it is.
+// TestREADMEGoBlocks checks that each Go block of README.md compiles: a
+// block of the circuit breaker, gRPC or database section stands in the
+// module under testdata that runs it against the real library or server,
+// and any other block in a _test.go file of this package, as it is or
+// indented one tab (the body of a function). The call in the package doc
+// must be Example's, as it is.
 func TestREADMEGoBlocks(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, breakerSrc := readFiles(t, "*_test.go"), readFiles(t, "testdata/gobreaker/*.go")
-	section := regexp.MustCompile("(?s)\n## Circuit breaker\n.*?\n## ").FindIndex(readme)
-	if section == nil {
-		t.Fatal(`README.md has no section "Circuit breaker"`)
+	modules := map[string]string{ // section: module
+		"Circuit breaker":       "testdata/gobreaker",
+		"gRPC":                  "testdata/grpc",
+		"Database transactions": "testdata/postgres",
 	}
-	blocks := regexp.MustCompile("(?s)(<!-- not compiled: needs google.golang.org/grpc -->)?\n```go\n(.*?)```\n").FindAllSubmatchIndex(readme, -1)
-	skipped, breakerBlocks := 0, 0
+	src := readFiles(t, "*_test.go")
+	blocks := regexp.MustCompile("(?s)\n```go\n(.*?)```\n").FindAllSubmatchIndex(readme, -1)
+	inModule := map[string]int{}
 	for i, m := range blocks {
-		if m[2] >= 0 {
-			skipped++
-			continue
-		}
-		block := string(readme[m[4]:m[5]])
+		block := string(readme[m[2]:m[3]])
 		first, _, _ := strings.Cut(block, "\n")
-		inBreaker := section[0] < m[0] && m[1] < section[1]
-		if inBreaker {
-			breakerBlocks++
-			if !holds(breakerSrc, block) {
-				t.Errorf("README.md's Go block %d, starting %q, is in no file of testdata/gobreaker", i+1, first)
+		where, in := "a _test.go file", src
+		for section, module := range modules {
+			span := regexp.MustCompile("(?s)\n## " + regexp.QuoteMeta(section) + "\n.*?\n## ").FindIndex(readme)
+			if span == nil {
+				t.Fatalf("README.md has no section %q", section)
+			}
+			if span[0] < m[0] && m[1] < span[1] {
+				where, in = "a file of "+module, readFiles(t, module+"/*.go")
+				inModule[module]++
 			}
 		}
-		if !holds(src, block) && !(inBreaker && strings.Contains(block, "gobreaker.")) {
-			t.Errorf("README.md's Go block %d, starting %q, is in no _test.go file", i+1, first)
+		if !holds(in, block) {
+			t.Errorf("README.md's Go block %d, starting %q, is in no %s", i+1, first, where)
+		}
+	}
+	for _, module := range modules {
+		if inModule[module] == 0 {
+			t.Errorf("README.md quotes no Go block of %s", module)
 		}
 	}
 	pkg, err := os.ReadFile("retry.go")
@@ -62,9 +66,8 @@ func TestREADMEGoBlocks(t *testing.T) {
 		!strings.Contains(strings.SplitAfter(string(src), example)[1], call.String()) {
 		t.Errorf("the package doc's call is not Example's:\n%s", call.String())
 	}
-	if len(blocks)-skipped < 5 || skipped != 1 || breakerBlocks < 2 {
-		t.Errorf("README.md has %d checked Go blocks, %d of the breaker, and %d marked not compiled; want at least 5, at least 2, and 1",
-			len(blocks)-skipped, breakerBlocks, skipped)
+	if len(blocks) < 8 {
+		t.Errorf("README.md has %d Go blocks; want at least 8", len(blocks))
 	}
 }
 

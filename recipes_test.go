@@ -10,9 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -174,6 +177,111 @@ func result(body []byte, err error) string {
 	return string(body)
 }
 
+// openBodies is a RoundTripper that counts the response bodies it hands out
+// and have not been closed.
+type openBodies struct {
+	base http.RoundTripper
+	open atomic.Int32
+}
+
+func (o *openBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := o.base.RoundTrip(req)
+	if err == nil {
+		o.open.Add(1)
+		resp.Body = &onClose{ReadCloser: resp.Body, close: func() { o.open.Add(-1) }}
+	}
+	return resp, err
+}
+
+// onClose calls close once, when the body is first closed.
+type onClose struct {
+	io.ReadCloser
+	close func()
+	once  sync.Once
+}
+
+func (c *onClose) Close() error { c.once.Do(c.close); return c.ReadCloser.Close() }
+
+// TestReverseProxyRetries: an httputil.ReverseProxy whose Transport is
+// retryTransport, in front of a backend that fails twice, sends a 1 MiB PUT
+// again, whole, once replayable has set its GetBody; a POST without an
+// Idempotency-Key, once; and leaves no response body open.
+func TestReverseProxyRetries(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	var mu sync.Mutex
+	var got [][]byte // what the backend read, request by request
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, b)
+		n := len(got)
+		mu.Unlock()
+		if n%3 != 0 { // fails twice, then succeeds
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "stored")
+	}))
+	defer backend.Close()
+	target, _ := url.Parse(backend.URL)
+	transport := &openBodies{base: backend.Client().Transport}
+	proxy := &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		Transport: &retryTransport{Base: transport, Policy: retry.Policy{Sleeper: noWait}},
+	}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		replayable(r, 2<<20)
+		proxy.ServeHTTP(w, r)
+	}))
+	for _, tt := range []struct {
+		method   string
+		status   int
+		requests int
+	}{
+		{http.MethodPut, http.StatusOK, 3},
+		{http.MethodPost, http.StatusServiceUnavailable, 1},
+	} {
+		got = nil
+		req, _ := http.NewRequest(tt.method, front.URL+"/object", io.MultiReader(bytes.NewReader(body))) // no GetBody
+		resp, err := front.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		mu.Lock()
+		intact := len(got) > 0 && bytes.Equal(got[len(got)-1], body)
+		if resp.StatusCode != tt.status || len(got) != tt.requests || !intact {
+			t.Errorf("%s through the proxy: %d after %d requests, the last body intact %v; want %d after %d, intact",
+				tt.method, resp.StatusCode, len(got), intact, tt.status, tt.requests)
+		}
+		mu.Unlock()
+	}
+	front.Close() // waits for the proxy's handlers to return
+	if n := transport.open.Load(); n != 0 {
+		t.Errorf("response bodies left open: %d; want 0", n)
+	}
+}
+
+// TestGetFailsFast: a URL without a scheme or a host, and a server whose
+// certificate the client does not trust, fail after one attempt, with no
+// request served.
+func TestGetFailsFast(t *testing.T) {
+	var served atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served.Add(1) }))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "https://")
+	for _, url := range []string{"//" + host + "/x", "https:///x", host + "/x", srv.URL + "/x"} {
+		attempts := 0
+		p := retry.Policy{Sleeper: noWait, OnDone: func(_ context.Context, n int, _ time.Duration, _ error) { attempts = n }}
+		_, err := getBody(context.Background(), &http.Client{}, url, p) // a client that does not trust srv
+		if _, isRE := err.(*retry.RetryExhausted); isRE || err == nil || attempts != 1 || served.Load() != 0 {
+			t.Errorf("getBody(%q) = %v after %d attempts, %d requests served; want fn's error after 1, 0 served",
+				url, err, attempts, served.Load())
+		}
+	}
+}
+
 // TestHTTPReadsAtMostMaxDrain: each client reads at most maxDrain bytes of
 // an 8 MiB body that it retries or refuses, and closes it; it reads a 2xx
 // body whole, and the transport leaves the response it returns unread.
@@ -273,74 +381,6 @@ func (b *bodyRecorder) Close() error {
 		return c.Close()
 	}
 	return nil
-}
-
-// TestBreakerDecidesOnReason checks the README's breaker table: what Do
-// returned is, through breakerExcluded and then breakerSuccessful, as
-// gobreaker asks them, neither a success nor a failure, a success, or a
-// failure.
-func TestBreakerDecidesOnReason(t *testing.T) {
-	unavailable := func(context.Context) error { return errUnavailable }
-	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
-	refuse := func(error) bool { return false } // as for a call that is not idempotent
-	sleepFails := retry.SleeperFunc(func(context.Context, time.Duration) error { return errors.New("no timer") })
-	const ms = time.Millisecond
-	for _, tt := range []struct {
-		name   string
-		ctx    string // "": Background; "done": cancelled before Do; "leave": cancelled by fn; "20ms", "1h", "-1s": a deadline
-		p      retry.Policy
-		fn     func(ctx context.Context) error
-		reason retry.Reason // of the *RetryExhausted; 0 for any other error
-		want   string
-	}{
-		{"nil", "", retry.Policy{}, func(context.Context) error { return nil }, 0, "success"},
-		{"Permanent", "", retry.Policy{}, func(context.Context) error { return retry.Permanent(errUnavailable) }, 0, "success"},
-		{"refused by IsRetryable", "", retry.Policy{IsRetryable: refuse}, unavailable, 0, "success"},
-		{"out of attempts", "", retry.Policy{MaxAttempts: 2, Sleeper: noWait}, unavailable, retry.MaxAttemptsReached, "failure"},
-		{"next wait past ctx's deadline", "1h", retry.Policy{BaseDelay: 2 * time.Hour}, unavailable, retry.DeadlineReached, "failure"},
-		{"hung until ctx's deadline", "20ms", retry.Policy{}, hang, retry.DeadlineReached, "failure"},
-		{"hint too long", "", retry.Policy{MaxDelay: time.Second}, func(context.Context) error { return retry.After(time.Minute, errUnavailable) },
-			retry.HintTooLong, "failure"},
-		{"no Budget token", "", retry.Policy{Budget: retry.NewBudget(0, 1), Sleeper: noWait}, unavailable, retry.BudgetExhausted, "failure"},
-		{"hung until AttemptTimeout, refused", "", retry.Policy{AttemptTimeout: 10 * ms, IsRetryable: refuse}, hang, 0, "failure"},
-		{"hung until AttemptTimeout, wrapped, refused", "", retry.Policy{AttemptTimeout: 10 * ms, IsRetryable: refuse},
-			func(ctx context.Context) error { return fmt.Errorf("get: %w", hang(ctx)) }, 0, "failure"},
-		{"the caller left", "leave", retry.Policy{}, unavailable, retry.Canceled, "neither"},
-		{"ctx cancelled before Do", "done", retry.Policy{}, unavailable, retry.Canceled, "neither"},
-		{"ctx's deadline passed before Do", "-1s", retry.Policy{}, unavailable, retry.DeadlineReached, "neither"},
-		{"the Sleeper failed", "", retry.Policy{Sleeper: sleepFails}, unavailable, retry.SleepFailed, "neither"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			fn := tt.fn
-			switch tt.ctx {
-			case "done":
-				cancel()
-			case "leave":
-				fn = func(ctx context.Context) error { cancel(); return tt.fn(ctx) }
-			case "20ms", "1h", "-1s":
-				d, _ := time.ParseDuration(tt.ctx)
-				ctx, cancel = context.WithTimeout(ctx, d)
-				defer cancel()
-			}
-			err := retry.Do(ctx, fn, tt.p)
-			var reason retry.Reason
-			if re, ok := err.(*retry.RetryExhausted); ok {
-				reason = re.Reason
-			}
-			got := "failure"
-			switch {
-			case breakerExcluded(err):
-				got = "neither"
-			case breakerSuccessful(err):
-				got = "success"
-			}
-			if got != tt.want || reason != tt.reason {
-				t.Errorf("Do() = %v: reason %v, counts as %s; want reason %v, counts as %s", err, reason, got, tt.reason, tt.want)
-			}
-		})
-	}
 }
 
 // The README's observability recipe, as written, makes no allocation for

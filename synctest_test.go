@@ -68,6 +68,14 @@ func TestRealTimersOnSynctest(t *testing.T) {
 			OnRetry: func(context.Context, int, error, time.Duration) { time.Sleep(600 * ms) }}, 0, 0,
 			[]func(context.Context) error{fail}, []time.Duration{0, 600 * ms}, 1200 * ms,
 			"deadline reached after 2 in 1.2s, cause context deadline exceeded: service unavailable"},
+		{"AttemptTimeout, with an allow-list predicate that leaves timeouts out", retry.Policy{BaseDelay: time.Second, AttemptTimeout: 2 * time.Second,
+			IsRetryable: func(err error) bool { return errors.Is(err, errUnavailable) }}, 0, 0,
+			[]func(context.Context) error{hang, succeed}, []time.Duration{0}, 2 * time.Second, "context deadline exceeded"},
+		{"AttemptTimeout, with an allow-list predicate that lists them", retry.Policy{BaseDelay: time.Second, AttemptTimeout: 2 * time.Second,
+			IsRetryable: func(err error) bool {
+				return errors.Is(err, errUnavailable) || errors.Is(err, context.DeadlineExceeded)
+			}}, 0, 0,
+			[]func(context.Context) error{hang, succeed}, []time.Duration{0, 3 * time.Second}, 3 * time.Second, "<nil>"},
 		{"a predicate that refuses timeouts", retry.Policy{Timeout: 300 * ms, IsRetryable: func(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }}, 0, 0,
 			[]func(context.Context) error{hang}, []time.Duration{0}, 300 * ms,
 			"deadline reached after 1 in 300ms, cause context deadline exceeded: context deadline exceeded"},

@@ -17,16 +17,34 @@ import (
 // first), the caller left, or its Sleeper failed.
 func breakerExcluded(err error) bool {
 	re, gaveUp := err.(*retry.RetryExhausted) // Do returns it unwrapped
-	return gaveUp && (re.Attempts == 0 || re.Reason == retry.Canceled || re.Reason == retry.SleepFailed)
+	return gaveUp && (re.Attempts == 0 || re.Reason == retry.Canceled ||
+		re.Reason == retry.SleepFailed)
 }
 
 // breakerSuccessful, for gobreaker's Settings.IsSuccessful, reports whether what Do
 // returned, if not excluded, is a success: nil, or fn's error as it is but a timeout.
 func breakerSuccessful(err error) bool {
 	_, gaveUp := err.(*retry.RetryExhausted)
-	// With gRPC, add status.Code(err) == codes.DeadlineExceeded; add your own failures,
-	// such as a 5xx that IsRetryable refused for a call that is not idempotent.
-	return !gaveUp && !errors.Is(err, context.DeadlineExceeded)
+	// With gRPC, add status.Code(err) == codes.DeadlineExceeded, and failures of your own.
+	return !gaveUp && err != errPanicked && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// errPanicked is what the breaker is told of a call that panicked: a failure.
+var errPanicked = errors.New("the call panicked")
+
+// call makes one call of Do through cb, which it asks once and tells once,
+// whatever happens: a half-open breaker that is never told waits for its probe
+// forever. A panic is told as a failure, and goes on up.
+func call(ctx context.Context, cb *gobreaker.TwoStepCircuitBreaker[any],
+	fn func(context.Context) error, p retry.Policy) error {
+	done, err := cb.Allow()
+	if err != nil {
+		return err // open, or half-open with its probe out: no attempt, no wait
+	}
+	err = errPanicked // until Do returns
+	defer func() { done(err) }()
+	err = retry.Do(ctx, fn, p)
+	return err
 }
 
 // newBreaker opens after 2 failed calls in a row and lets one probe through a minute later.
@@ -37,15 +55,4 @@ func newBreaker() *gobreaker.TwoStepCircuitBreaker[any] {
 		IsSuccessful: breakerSuccessful,
 		IsExcluded:   breakerExcluded,
 	})
-}
-
-// call makes one call of Do through cb, which it asks once and tells once.
-func call(ctx context.Context, cb *gobreaker.TwoStepCircuitBreaker[any], fn func(context.Context) error, p retry.Policy) error {
-	done, err := cb.Allow()
-	if err != nil {
-		return err // open, or half-open with its probe out: no attempt, no wait
-	}
-	err = retry.Do(ctx, fn, p)
-	done(err) // always, or a half-open breaker waits for its probe forever
-	return err
 }
