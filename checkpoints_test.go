@@ -242,6 +242,14 @@ func TestCtxDoneReason(t *testing.T) {
 	}
 }
 
+// valueHook is a ctx whose Value method calls hook, as context.WithTimeout calls it.
+type valueHook struct {
+	context.Context
+	hook func()
+}
+
+func (c *valueHook) Value(key any) any { c.hook(); return c.Context.Value(key) }
+
 // When ctx is done, or its deadline has passed on the Clock, before the first call, Do
 // calls no fn and returns a *RetryExhausted of 0 attempts that reaches ctx's error; it
 // reads the Clock once, calls OnDone with that error, and deposits nothing in the Budget.
@@ -252,7 +260,7 @@ func TestNoAttempt(t *testing.T) {
 		name   string
 		expire time.Duration // ctx's deadline, from now, if not 0
 		ahead  time.Duration // how far the Clock runs ahead of real time
-		cancel string        // when ctx is cancelled: "before" Do, as the Clock is "read", or ""
+		cancel string        // when ctx is cancelled: "before" Do, as the Clock is "read", in its own "value" method, or ""
 		reason Reason
 		reach  error
 		msg    string // after "retry: gave up before the first attempt ("
@@ -261,6 +269,7 @@ func TestNoAttempt(t *testing.T) {
 		{"ctx's deadline exceeded", -time.Second, 0, "", DeadlineReached, context.DeadlineExceeded, deadline},
 		{"ctx's deadline passed on the Clock", time.Hour, 2 * time.Hour, "", DeadlineReached, context.DeadlineExceeded, deadline},
 		{"ctx cancelled as the Clock is read", 0, 0, "read", Canceled, errShutdown, shutdown},
+		{"ctx cancelled in its own method, as fn's ctx is made", 0, 0, "value", Canceled, errShutdown, shutdown},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancelCause := context.WithCancelCause(context.Background())
@@ -271,14 +280,17 @@ func TestNoAttempt(t *testing.T) {
 				ctx, stop = context.WithDeadline(ctx, time.Now().Add(tt.expire))
 				defer stop()
 			}
-			if tt.cancel == "before" {
+			switch tt.cancel {
+			case "before":
 				cancel()
+			case "value":
+				ctx = &valueHook{ctx, cancel}
 			}
 			reads, calls := 0, 0
 			var done []doneCall
 			budget := NewBudget(0.5, 2)
 			budget.spend()
-			p := Policy{Budget: budget, Clock: ClockFunc(func() time.Time {
+			p := Policy{Timeout: time.Hour, Budget: budget, Clock: ClockFunc(func() time.Time {
 				if reads++; tt.cancel == "read" {
 					cancel()
 				}
