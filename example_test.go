@@ -524,7 +524,8 @@ func Example_resetMidBody() {
 	// hello <nil>
 }
 
-// An attempt that outlives AttemptTimeout is cancelled and retried. This
+// An attempt that outlives AttemptTimeout is cancelled, and retried since
+// IsRetryable (nil here) does not refuse context.DeadlineExceeded. This
 // example waits for real, for one AttemptTimeout.
 func Example_attemptTimeout() {
 	var hits atomic.Int32
