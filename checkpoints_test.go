@@ -375,11 +375,18 @@ func TestAfterAFailedCall(t *testing.T) {
 			if tt.p.Budget != nil {
 				tt.p.Budget.spend()
 			}
-			calls, asked := 0, 0
+			calls, asked, jittered := 0, 0, 0
 			var fnErr error
 			p := ft.with(tt.p)
 			p.IsRetryable = func(err error) bool { asked++; return tt.predicate == nil || tt.predicate(e, err) }
+			p.Jitter = func(n int, base, maxDelay, prev time.Duration, u float64) time.Duration {
+				jittered++
+				return DecorrelatedJitter(n, base, maxDelay, prev, u)
+			}
 			err := Do(ctx, func(context.Context) error { calls++; fnErr = tt.fn(e); return fnErr }, p)
+			if tt.asked == 0 && jittered != 0 { // Do stopped before IsRetryable: no wait is chosen
+				t.Errorf("Jitter calls = %d; want 0", jittered)
+			}
 			if calls != 1 || asked != tt.asked || tt.reason == 0 && err != fnErr {
 				t.Errorf("Do() = %v after %d calls, asking IsRetryable %d times; want %v as fn returned it, or %v, after 1 call, %d asks",
 					err, calls, asked, fnErr, tt.reason, tt.asked)
