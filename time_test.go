@@ -357,6 +357,21 @@ func TestClockReads(t *testing.T) {
 	}
 }
 
+// With Timeout or AttemptTimeout set, fn's ctx is cancelled when fn returns, before Do
+// asks IsRetryable.
+func TestFnCtxEndsWhenFnReturns(t *testing.T) {
+	for _, p := range []Policy{{Timeout: time.Hour}, {AttemptTimeout: time.Hour}} {
+		var fnCtx context.Context
+		var seen error
+		p.IsRetryable = func(error) bool { seen = fnCtx.Err(); return false }
+		Do(context.Background(), func(ctx context.Context) error { fnCtx = ctx; return errBoom }, p)
+		if seen != context.Canceled {
+			t.Errorf("Do() with Timeout %v, AttemptTimeout %v: fn's ctx.Err() after fn returned = %v; want context.Canceled",
+				p.Timeout, p.AttemptTimeout, seen)
+		}
+	}
+}
+
 // fn's ctx ends, in real time, when the Clock's time left before the Timeout runs out, or
 // AttemptTimeout in; ctx's deadline on a Clock that runs ahead does not shorten it.
 func TestFnCtxEndsAtTimeoutAndAttemptTimeout(t *testing.T) {
