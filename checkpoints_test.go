@@ -399,3 +399,16 @@ func TestAfterAFailedCall(t *testing.T) {
 		})
 	}
 }
+
+// A deadline that IsRetryable reaches, or passes, is seen where the wait is checked, and
+// named as passed: no wait and no hint is said to break it.
+func TestDeadlinePassedBeforeTheWait(t *testing.T) {
+	for _, d := range []time.Duration{time.Second, time.Hour} { // to the Timeout, and past it
+		ft := newFakeTime()
+		p := ft.with(Policy{Timeout: time.Second, IsRetryable: func(error) bool { ft.advance(d); return true }})
+		err := Do(context.Background(), failOnce, p)
+		if wantExhausted(t, err, DeadlineReached, 1); !strings.Contains(err.Error(), "(deadline reached: Policy.Timeout passed): boom") {
+			t.Errorf("IsRetryable taking %v: Do() = %q; want it to say that Policy.Timeout passed", d, err)
+		}
+	}
+}
