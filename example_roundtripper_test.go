@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -69,7 +70,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	sent := 0
 	resp, err := retry.DoValue(req.Context(), func(ctx context.Context) (*http.Response, error) {
 		if last != nil { // Do retries it: drain it, so that its connection may serve this attempt
-			io.CopyN(io.Discard, last.Body, 64<<10) // all of a short body: its connection serves again
+			io.CopyN(io.Discard, last.Body, 64<<10) // all of a short body: its connection serves
 			last.Body.Close()
 			last = nil // only the last attempt's response may be returned
 		}
@@ -130,8 +131,9 @@ func replayable(req *http.Request, limit int64) {
 	if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil {
 		return
 	}
-	buf, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
-	req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), req.Body)) // the server closes it
+	// Read a byte more than limit, to see a longer body; the server closes req.Body.
+	buf, err := io.ReadAll(io.LimitReader(req.Body, min(limit, math.MaxInt64-1)+1))
+	req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), req.Body))
 	if err == nil && int64(len(buf)) <= limit {
 		req.GetBody = func() (io.ReadCloser, error) {
 			return io.NopCloser(bytes.NewReader(buf)), nil

@@ -281,7 +281,7 @@ func ExampleEqualJitter() {
 // DecorrelatedJitter draws each wait between base and three times the
 // previous one, capped at MaxDelay.
 func ExampleDecorrelatedJitter() {
-	// Each wait is drawn from [base, 3·prev], capped at max.
+	// Each wait is drawn from [base, 3·prev], capped at MaxDelay.
 	prev := 100 * time.Millisecond
 	for _, u := range []float64{0.5, 0.5, 0.5, 0.9, 0.9} {
 		prev = retry.DecorrelatedJitter(0, 100*time.Millisecond, 2*time.Second, prev, u)

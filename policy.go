@@ -44,10 +44,10 @@ type Policy struct {
 	// Timeout bounds the whole call of Do, attempts and waits included. 0
 	// means none.
 	Timeout time.Duration
-	// AttemptTimeout bounds each call of fn. 0 means none. An attempt that
-	// runs out of time returns context.DeadlineExceeded, retried unless
-	// IsRetryable refuses it: retry it only if fn is idempotent or carries a
-	// key that makes a repeat harmless, as the work may have been done.
+	// AttemptTimeout bounds each call of fn: its ctx ends then, with
+	// context.DeadlineExceeded, and the error fn returns is retried unless
+	// IsRetryable refuses it. Retry it only if fn is idempotent or carries a
+	// key that makes a repeat harmless. 0 means none.
 	AttemptTimeout time.Duration
 	// Jitter chooses each wait; Do clamps it to [0, MaxDelay]. nil means
 	// DecorrelatedJitter.

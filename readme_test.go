@@ -31,14 +31,14 @@ func TestREADMEGoBlocks(t *testing.T) {
 	for i, m := range blocks {
 		block := string(readme[m[2]:m[3]])
 		first, _, _ := strings.Cut(block, "\n")
-		where, in := "a _test.go file", src
+		where, in := "_test.go file", src
 		for section, module := range modules {
 			span := regexp.MustCompile("(?s)\n## " + regexp.QuoteMeta(section) + "\n.*?\n## ").FindIndex(readme)
 			if span == nil {
 				t.Fatalf("README.md has no section %q", section)
 			}
 			if span[0] < m[0] && m[1] < span[1] {
-				where, in = "a file of "+module, readFiles(t, module+"/*.go")
+				where, in = "file of "+module, readFiles(t, module+"/*.go")
 				inModule[module]++
 			}
 		}

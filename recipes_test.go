@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -233,6 +234,7 @@ func TestReverseProxyRetries(t *testing.T) {
 		replayable(r, 2<<20)
 		proxy.ServeHTTP(w, r)
 	}))
+	defer front.Close()
 	for _, tt := range []struct {
 		method   string
 		status   int
@@ -268,7 +270,9 @@ func TestReverseProxyRetries(t *testing.T) {
 // request served.
 func TestGetFailsFast(t *testing.T) {
 	var served atomic.Int32
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served.Add(1) }))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served.Add(1) }))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes that the client breaks off
+	srv.StartTLS()
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "https://")
 	for _, url := range []string{"//" + host + "/x", "https:///x", host + "/x", srv.URL + "/x"} {

@@ -19,8 +19,8 @@
 // gives up, a *[RetryExhausted] says why, after how many attempts, and what
 // failed last.
 //
-// Start with [Do] and [Policy]. The README has recipes for HTTP, gRPC, a
-// circuit breaker, metrics, and tests on fake time.
+// Start with [Do] and [Policy]. The README has recipes for HTTP, gRPC,
+// database transactions, a circuit breaker, metrics, and tests on fake time.
 package retry
 
 import (

@@ -165,6 +165,8 @@ func TestGobreaker(t *testing.T) {
 					neither.Requests++
 					neither.TotalExclusions++
 					switch {
+					case s == panics && cb.State() == closed && cb.Counts().ConsecutiveFailures != counts.ConsecutiveFailures+1:
+						t.Fatalf("step %d (%s): counts %+v; want one failure more than %+v", i+1, s, cb.Counts(), counts)
 					case (s == done || s == expired || s == expiring) && (cb.Counts() != neither || calls != 0):
 						t.Fatalf("step %d (%s): counts %+v, %d calls of fn; want %+v and 0 calls", i+1, s, cb.Counts(), calls, neither)
 					case before == open && s != wait && (!errors.Is(err, gobreaker.ErrOpenState) || calls != 0):
