@@ -29,11 +29,6 @@ type transferReq struct {
 	amount   int64
 }
 
-// beginner is what pgx.BeginTxFunc needs: a *pgxpool.Pool or a *pgx.Conn.
-type beginner interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
-}
-
 // txPolicy retries a transaction for up to 10s, or to ctx's deadline if nearer.
 var txPolicy = retry.Policy{
 	MaxAttempts:    math.MaxInt, // as many as the time allows
@@ -44,16 +39,28 @@ var txPolicy = retry.Policy{
 	IsRetryable:    txRetryable,
 }
 
-// transfer makes t in a SERIALIZABLE transaction, again whenever p allows.
-func transfer(ctx context.Context, db beginner, t transferReq, p retry.Policy) error {
+// A beginner starts transactions: a *pgxpool.Pool or a *pgx.Conn.
+type beginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// inTx runs fn in a SERIALIZABLE transaction of db, and all of it again
+// whenever p allows: PostgreSQL aborts a whole transaction, not a statement.
+func inTx(ctx context.Context, db beginner, p retry.Policy,
+	fn func(context.Context, pgx.Tx) error) error {
 	return retry.Do(ctx, func(ctx context.Context) error {
 		opts := pgx.TxOptions{IsoLevel: pgx.Serializable}
-		err := pgx.BeginTxFunc(ctx, db, opts, func(tx pgx.Tx) error { return move(ctx, tx, t) })
-		if isOwnKey(err) {
-			return nil // t was made before: a COMMIT's reply was lost, or the caller retried
-		}
-		return err
+		return pgx.BeginTxFunc(ctx, db, opts, func(tx pgx.Tx) error { return fn(ctx, tx) })
 	}, p)
+}
+
+// transfer makes t in one transaction, as many times as p allows.
+func transfer(ctx context.Context, db beginner, t transferReq, p retry.Policy) error {
+	err := inTx(ctx, db, p, func(ctx context.Context, tx pgx.Tx) error { return move(ctx, tx, t) })
+	if isOwnKey(err) {
+		return nil // t was made before: a COMMIT's reply was lost, or the caller retried
+	}
+	return err
 }
 
 // move records t's key, which fails if t was made before, then moves the money.
