@@ -90,8 +90,7 @@ func (b *Budget) Tokens() float64 {
 // earn adds one call's deposit, up to the capacity.
 func (b *Budget) earn() { b.add(b.deposit) }
 
-// refund gives back the token of a retry that did not happen, up to the
-// capacity.
+// refund gives back a token that a retry did not use, up to the capacity.
 func (b *Budget) refund() { b.add(tokenScale) }
 
 // add adds units to the balance, up to the capacity.
@@ -115,5 +114,29 @@ func (b *Budget) spend() bool {
 		if b.balance.CompareAndSwap(old, old-tokenScale) {
 			return true
 		}
+	}
+}
+
+// A retryToken is a Budget token held by a call of Do for its next retry:
+// take takes it before the wait, use keeps it spent when fn is called
+// again, and release gives it back if that call never came.
+type retryToken struct{ from *Budget }
+
+// take takes a token from b, and reports whether b had one.
+func (t *retryToken) take(b *Budget) bool {
+	if !b.spend() {
+		return false
+	}
+	t.from = b
+	return true
+}
+
+// use marks the token spent: fn is called for the retry it paid for.
+func (t *retryToken) use() { t.from = nil }
+
+// release gives the token back, unless use spent it.
+func (t *retryToken) release() {
+	if t.from != nil {
+		t.from.refund()
 	}
 }

@@ -171,6 +171,7 @@ func TestCtxDoneReason(t *testing.T) {
 		}
 	}
 	const shutdown, slow = "(canceled: context canceled: shutting down): ", "(deadline reached: ctx's deadline passed: too slow): "
+	called := false // whether fn has been called
 	tests := []struct {
 		name    string
 		timed   bool // ctx ends at its deadline, 20ms away, with errSlow; else cancel ends it, with errShutdown
@@ -183,15 +184,14 @@ func TestCtxDoneReason(t *testing.T) {
 		{"cancelled while fn hangs, with a predicate that retries nothing", false,
 			func(func()) Policy { return Policy{IsRetryable: func(error) bool { return false }} },
 			func(ctx context.Context, cancel func()) error { cancel(); <-ctx.Done(); return ctx.Err() }, 0, shutdown + "context canceled"},
-		{"cancelled in the Clock as Policy.Timeout passes", false, func(cancel func()) Policy {
-			start, started := time.Now(), false
+		{"cancelled in the Clock as Policy.Timeout passes, after fn", false, func(cancel func()) Policy {
+			start := time.Now()
 			return Policy{Timeout: time.Second, Clock: ClockFunc(func() time.Time {
-				if !started { // Do's start, before the first call
-					started = true
-					return start
+				if called {
+					cancel() // the caller leaves as the Timeout passes
+					return start.Add(2 * time.Second)
 				}
-				cancel() // the caller leaves as the Timeout passes
-				return start.Add(2 * time.Second)
+				return start
 			})}
 		}, nil, 0, shutdown + "boom"},
 		{"cancelled during the wait", false, sleeper(func(ctx context.Context, cancel func()) error { cancel(); return ctx.Err() }), nil, 1, shutdown + "boom"},
@@ -223,9 +223,10 @@ func TestCtxDoneReason(t *testing.T) {
 				defer stop()
 				reason, ctxErr, cause = DeadlineReached, context.DeadlineExceeded, errSlow
 			}
-			fn := failOnce
+			called = false
+			fn := func(context.Context) error { called = true; return errBoom }
 			if tt.fn != nil {
-				fn = func(ctx context.Context) error { return tt.fn(ctx, cancel) }
+				fn = func(ctx context.Context) error { called = true; return tt.fn(ctx, cancel) }
 			}
 			var done error
 			retries := 0
@@ -242,7 +243,8 @@ func TestCtxDoneReason(t *testing.T) {
 	}
 }
 
-// valueHook is a ctx whose Value method calls hook, as context.WithTimeout calls it.
+// valueHook is a ctx whose Value method calls hook, as context.WithTimeout calls it;
+// deadlineHook, whose Deadline does.
 type valueHook struct {
 	context.Context
 	hook func()
@@ -250,9 +252,14 @@ type valueHook struct {
 
 func (c *valueHook) Value(key any) any { c.hook(); return c.Context.Value(key) }
 
-// When ctx is done, or its deadline has passed on the Clock, before the first call, Do
-// calls no fn and returns a *RetryExhausted of 0 attempts that reaches ctx's error; it
-// reads the Clock once, calls OnDone with that error, and deposits nothing in the Budget.
+type deadlineHook valueHook
+
+func (c *deadlineHook) Deadline() (time.Time, bool) { c.hook(); return c.Context.Deadline() }
+
+// When ctx is done, or the deadline has passed on the Clock, before the first call, Do
+// calls no fn and returns a *RetryExhausted of 0 attempts that reaches ctx's error or
+// context.DeadlineExceeded; it calls OnDone with that error, and deposits nothing in the
+// Budget. What ctx's own methods do as Do starts counts.
 func TestNoAttempt(t *testing.T) {
 	errShutdown := errors.New("shutting down")
 	const shutdown, deadline = "canceled: context canceled: shutting down)", "deadline reached: ctx's deadline passed)"
@@ -260,7 +267,7 @@ func TestNoAttempt(t *testing.T) {
 		name   string
 		expire time.Duration // ctx's deadline, from now, if not 0
 		ahead  time.Duration // how far the Clock runs ahead of real time
-		cancel string        // when ctx is cancelled: "before" Do, as the Clock is "read", in its own "value" method, or ""
+		cancel string        // when ctx is cancelled: "before" Do, as the Clock is "read", in its own "value" method, or ""; or "late" if ctx's Deadline moves the Clock past Policy.Timeout
 		reason Reason
 		reach  error
 		msg    string // after "retry: gave up before the first attempt ("
@@ -270,6 +277,8 @@ func TestNoAttempt(t *testing.T) {
 		{"ctx's deadline passed on the Clock", time.Hour, 2 * time.Hour, "", DeadlineReached, context.DeadlineExceeded, deadline},
 		{"ctx cancelled as the Clock is read", 0, 0, "read", Canceled, errShutdown, shutdown},
 		{"ctx cancelled in its own method, as fn's ctx is made", 0, 0, "value", Canceled, errShutdown, shutdown},
+		{"Policy.Timeout passed on the Clock in ctx's own method", 0, 0, "late", DeadlineReached, context.DeadlineExceeded,
+			"deadline reached: Policy.Timeout passed)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancelCause := context.WithCancelCause(context.Background())
@@ -285,13 +294,15 @@ func TestNoAttempt(t *testing.T) {
 				cancel()
 			case "value":
 				ctx = &valueHook{ctx, cancel}
+			case "late":
+				ctx = &deadlineHook{ctx, func() { tt.ahead += 2 * time.Hour }}
 			}
-			reads, calls := 0, 0
+			calls := 0
 			var done []doneCall
 			budget := NewBudget(0.5, 2)
 			budget.spend()
 			p := Policy{Timeout: time.Hour, Budget: budget, Clock: ClockFunc(func() time.Time {
-				if reads++; tt.cancel == "read" {
+				if tt.cancel == "read" {
 					cancel()
 				}
 				return time.Now().Add(tt.ahead)
@@ -303,21 +314,21 @@ func TestNoAttempt(t *testing.T) {
 			if msg := "retry: gave up before the first attempt (" + tt.msg; re.Elapsed != 0 || re.Last != nil || !errors.Is(err, tt.reach) || err.Error() != msg || v != 0 {
 				t.Errorf("DoValue() = %d, %q in %v, Last %v; want 0, %q in 0s, Last nil, reaching %v", v, err, re.Elapsed, re.Last, msg, tt.reach)
 			}
-			if calls != 0 || reads != 1 || len(done) != 1 || done[0] != (doneCall{ctx, 0, 0, err}) || budget.Tokens() != 1 {
-				t.Errorf("fn calls, Clock reads, OnDone calls, Budget tokens = %d, %d, %+v, %v; want 0, 1, [{ctx 0 0 err}], 1",
-					calls, reads, done, budget.Tokens())
+			if calls != 0 || len(done) != 1 || done[0] != (doneCall{ctx, 0, 0, err}) || budget.Tokens() != 1 {
+				t.Errorf("fn calls, OnDone calls, Budget tokens = %d, %+v, %v; want 0, [{ctx 0 0 err}], 1",
+					calls, done, budget.Tokens())
 			}
 		})
 	}
 }
 
-// After a failed call Do stops if ctx is done, returns a Permanent error as it is, stops if a
-// deadline has passed, and only then asks IsRetryable, though a method of fn's error ended
-// ctx. What ctx or a deadline does after that check leaves the answer found first, but a
-// deadline passed in IsRetryable is seen where the wait is checked.
+// After a failed call Do returns a Permanent error as it is, whatever else happened; then
+// it stops if ctx is done or a deadline has passed, though a method of fn's error ended
+// ctx; only then does it ask IsRetryable, whose refusal stands, and count the attempts.
 func TestAfterAFailedCall(t *testing.T) {
 	type env struct {
 		ft     *fakeTime
+		ctx    context.Context
 		cancel func()
 	}
 	late := func(e env) { e.ft.advance(2 * time.Second) }
@@ -336,9 +347,12 @@ func TestAfterAFailedCall(t *testing.T) {
 		{"Permanent", Policy{}, 0, func(env) error { return Permanent(errBoom) }, nil, 0, 0},
 		{"Permanent, Timeout passed", Policy{Timeout: time.Second}, 0, func(e env) error { late(e); return Permanent(errBoom) }, nil, 0, 0},
 		{"ctx cancelled during fn", Policy{}, 0, func(e env) error { e.cancel(); return errBoom }, nil, Canceled, 0},
-		{"Permanent, ctx cancelled during fn", Policy{}, 0, func(e env) error { e.cancel(); return Permanent(errBoom) }, nil, Canceled, 0},
+		{"Permanent, ctx cancelled during fn", Policy{}, 0, func(e env) error { e.cancel(); return Permanent(errBoom) }, nil, 0, 0},
+		{"Permanent, ctx's deadline passed on the Clock during fn", Policy{}, time.Second, func(e env) error { late(e); return Permanent(errBoom) }, nil, 0, 0},
+		{"Permanent, ctx's deadline fired during fn", Policy{}, 10 * time.Millisecond,
+			func(e env) error { <-e.ctx.Done(); return Permanent(errBoom) }, nil, 0, 0},
 		{"ctx cancelled in Unwrap, on the way to a Permanent mark", Policy{}, 0,
-			func(e env) error { return &unwrapHook{Permanent(errBoom), e.cancel} }, nil, Canceled, 0},
+			func(e env) error { return &unwrapHook{Permanent(errBoom), e.cancel} }, nil, 0, 0},
 		{"ctx cancelled in Unwrap of fn's error", Policy{}, 0, func(e env) error { return &unwrapHook{errBoom, e.cancel} }, nil, Canceled, 0},
 		{"ctx cancelled in RetryAfter of fn's error", Policy{}, 0, func(e env) error { return &hintHook{errBoom, e.cancel} }, nil, Canceled, 0},
 		{"Timeout passed during fn", Policy{Timeout: time.Second}, 0, func(e env) error { late(e); return errBoom }, nil, DeadlineReached, 0},
@@ -355,10 +369,6 @@ func TestAfterAFailedCall(t *testing.T) {
 			func(e env, _ error) bool { e.cancel(); return false }, 0, 1},
 		{"ctx cancelled in IsRetryable, on the last attempt", Policy{MaxAttempts: 1}, 0, func(env) error { return errBoom },
 			func(e env, _ error) bool { e.cancel(); return true }, MaxAttemptsReached, 1},
-		{"ctx cancelled in IsRetryable, with a hint above MaxDelay", Policy{MaxDelay: time.Second}, 0, func(env) error { return After(time.Hour, errBoom) },
-			func(e env, _ error) bool { e.cancel(); return true }, HintTooLong, 1},
-		{"ctx cancelled in IsRetryable, with no Budget left", Policy{Budget: NewBudget(0, 1)}, 0, func(env) error { return errBoom },
-			func(e env, _ error) bool { e.cancel(); return true }, BudgetExhausted, 1},
 		{"no Budget left, a hint above MaxDelay", Policy{MaxDelay: time.Second, Budget: NewBudget(0, 1)}, 0,
 			func(env) error { return After(time.Hour, errBoom) }, nil, HintTooLong, 1},
 		{"no Budget left, a wait past the Timeout", Policy{Timeout: time.Second, BaseDelay: 2 * time.Second, Budget: NewBudget(0, 1)}, 0,
@@ -371,7 +381,7 @@ func TestAfterAFailedCall(t *testing.T) {
 			ft := newFakeTime()
 			ctx, cancel := context.WithCancel(ft.deadlineCtx(t, tt.ctxTimeout))
 			defer cancel()
-			e := env{ft, cancel}
+			e := env{ft, ctx, cancel}
 			if tt.p.Budget != nil {
 				tt.p.Budget.spend()
 			}
@@ -409,6 +419,61 @@ func TestDeadlinePassedBeforeTheWait(t *testing.T) {
 		err := Do(context.Background(), failOnce, p)
 		if wantExhausted(t, err, DeadlineReached, 1); !strings.Contains(err.Error(), "(deadline reached: Policy.Timeout passed): boom") {
 			t.Errorf("IsRetryable taking %v: Do() = %q; want it to say that Policy.Timeout passed", d, err)
+		}
+	}
+}
+
+// A ctx that ends after a failed call, before the wait (in IsRetryable, Jitter, Rand or the
+// Clock), stops Do with Canceled, whatever limit the wait would break, and no retry is
+// announced with OnRetry.
+func TestCtxDoneBeforeTheWait(t *testing.T) {
+	type limit struct {
+		name string
+		p    Policy
+		hint time.Duration
+	}
+	limits := []limit{
+		{"a wait that fits", Policy{Timeout: time.Hour}, 0},
+		{"a hint above MaxDelay", Policy{Timeout: time.Hour, MaxDelay: time.Second}, time.Minute},
+		{"a hint past the Timeout", Policy{Timeout: time.Hour, MaxDelay: 2 * time.Hour}, 90 * time.Minute},
+		{"a wait past the Timeout", Policy{Timeout: time.Second, BaseDelay: 2 * time.Second}, 0},
+		{"no Budget left", Policy{Timeout: time.Hour, Budget: NewBudget(0, 1)}, 0},
+	}
+	for _, where := range []string{"IsRetryable", "Jitter", "Rand", "Clock"} {
+		for _, l := range limits {
+			t.Run(where+", "+l.name, func(t *testing.T) {
+				ft := newFakeTime()
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				asked, retries := false, 0
+				hook := func(w string) {
+					if w == where {
+						cancel()
+					}
+				}
+				p := ft.with(l.p)
+				if p.Budget != nil {
+					p.Budget = NewBudget(0, 1)
+					p.Budget.spend()
+				}
+				p.IsRetryable = func(error) bool { asked = true; hook("IsRetryable"); return true }
+				p.Jitter = func(n int, base, maxDelay, prev time.Duration, u float64) time.Duration {
+					hook("Jitter")
+					return NoJitter(n, base, maxDelay, prev, u)
+				}
+				p.Rand = func() float64 { hook("Rand"); return 0.5 }
+				p.Clock = ClockFunc(func() time.Time {
+					if asked {
+						hook("Clock")
+					}
+					return ft.Now()
+				})
+				p.OnRetry = func(context.Context, int, error, time.Duration) { retries++ }
+				err := Do(ctx, func(context.Context) error { return After(l.hint, errBoom) }, p)
+				if wantExhausted(t, err, Canceled, 1); retries != 0 {
+					t.Errorf("OnRetry calls = %d; want 0", retries)
+				}
+			})
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // RetryExhausted is the error [Do] returns when it gives up before fn
 // succeeds, other than by returning fn's error as it is. [errors.Is] and
-// [errors.As] reach both Last and Cause through it. If ctx was done, or its
+// [errors.As] reach both Last and Cause through it. If ctx was done, or the
 // deadline had passed, before the first call, Attempts and Elapsed are 0
 // and Last is nil.
 type RetryExhausted struct {
@@ -24,18 +24,15 @@ type RetryExhausted struct {
 	// context.DeadlineExceeded, ErrBudgetExhausted, or the Sleeper's error.
 	Cause error
 
-	// For the message: the wait or hint that broke a limit (0 if a
-	// deadline had passed), the limit, and its name.
-	wait, limit time.Duration
-	limitName   string
+	detail string // what the check that stopped Do found, for the message
 }
 
 // Error returns one line that starts with "retry: ", names the attempts
-// and the elapsed time (or says that fn was never called), the Reason and
-// what stopped Do, and ends with the last error. Line breaks in the
-// errors' messages become "; ", and other control characters but tab, and
-// bytes that are not UTF-8, are escaped as Go escapes them (\x1b), so that
-// a terminal shows the line as it is.
+// and the elapsed time (or says that fn was never called), the Reason and,
+// if Do made e, what stopped it, and ends with the last error. Line breaks
+// in the errors' messages become "; ", and other control characters but
+// tab, and bytes that are not UTF-8, are escaped as Go escapes them
+// (\x1b), so that a terminal shows the line as it is.
 func (e *RetryExhausted) Error() string {
 	s := "retry: gave up before the first attempt"
 	if e.Attempts > 0 {
@@ -45,7 +42,11 @@ func (e *RetryExhausted) Error() string {
 		}
 		s += " in " + round(e.Elapsed).String()
 	}
-	s += " (" + e.why() + ")"
+	s += " (" + e.Reason.String()
+	if e.detail != "" {
+		s += ": " + e.detail
+	}
+	s += ")"
 	if e.Last != nil {
 		s += ": " + e.Last.Error()
 	}
@@ -74,36 +75,19 @@ func oneLine(s string) string {
 	return b.String()
 }
 
-// The names of the limits a wait can break, for the message.
+// The names of the deadlines, for the message.
 const (
-	maxDelayName    = "MaxDelay"
 	timeoutName     = "Policy.Timeout"
 	ctxDeadlineName = "ctx's deadline"
 )
 
-// why returns the reason, and what stopped Do.
-func (e *RetryExhausted) why() string {
-	why := e.Reason.String()
-	wait, limit := round(e.wait).String(), round(e.limit).String()
-	if wait == limit { // rounded, a wait above its limit would read as equal to it
-		wait, limit = e.wait.String(), e.limit.String()
+// readable returns d and its limit rounded for reading, or exact where
+// rounding would make them read the same.
+func readable(d, limit time.Duration) (string, string) {
+	if round(d) == round(limit) {
+		return d.String(), limit.String()
 	}
-	switch {
-	case e.limitName == maxDelayName:
-		return why + ": " + wait + ", above MaxDelay " + limit
-	case e.limitName != "" && e.wait == 0:
-		why += ": " + e.limitName + " passed"
-		if c, ok := e.Cause.(*causeError); ok { // the cause given with context.WithDeadlineCause
-			why += ": " + c.cause.Error()
-		}
-	case e.limitName != "" && e.Reason == DeadlineReached:
-		return why + ": next wait " + wait + ", with " + limit + " left before " + e.limitName
-	case e.limitName != "": // a hint
-		return why + ": " + wait + ", with " + limit + " left before " + e.limitName
-	case e.Cause != nil && e.Reason != BudgetExhausted: // ErrBudgetExhausted says no more
-		return why + ": " + e.Cause.Error()
-	}
-	return why
+	return round(d).String(), round(limit).String()
 }
 
 // round rounds d for reading: below a minute to three significant digits
@@ -232,14 +216,20 @@ func inspect(err error) (permanent bool, hint time.Duration) {
 // joined with the cause ctx was given, if any, so that errors.Is reaches
 // both.
 func interrupted(ctx context.Context, err error) *RetryExhausted {
-	cause := err
-	if c := context.Cause(ctx); c != nil && c != err {
-		cause = &causeError{err, c}
-	}
+	stop := &RetryExhausted{Reason: Canceled, Cause: err, detail: err.Error()}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return &RetryExhausted{Reason: DeadlineReached, Cause: cause, limitName: ctxDeadlineName}
+		stop.Reason, stop.detail = DeadlineReached, ctxDeadlineName+" passed"
 	}
-	return &RetryExhausted{Reason: Canceled, Cause: cause}
+	if c := context.Cause(ctx); c != nil && c != err {
+		stop.Cause, stop.detail = &causeError{err, c}, stop.detail+": "+c.Error()
+	}
+	return stop
+}
+
+// deadlineReached returns a RetryExhausted for a deadline that passed, or
+// that a wait would not end before, as detail says.
+func deadlineReached(detail string) *RetryExhausted {
+	return &RetryExhausted{Reason: DeadlineReached, Cause: context.DeadlineExceeded, detail: detail}
 }
 
 // causeError is ctx's error with the cause ctx was cancelled with.

@@ -33,6 +33,14 @@ func TestErrorMessage(t *testing.T) {
 	last := func(msg string) error {
 		return &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New(msg)}
 	}
+	// sleepFails runs Do with a Sleeper that fails with err, after one call that fails with last.
+	sleepFails := func(err, last error) error {
+		return Do(context.Background(), func(context.Context) error { return last }, Policy{
+			Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return err }),
+			Clock:   newFakeTime(),
+		})
+	}
+	const sleptOnce = "retry: gave up after 1 attempt in 0s "
 	base := time.Duration(1234567891)
 	tests := []struct {
 		name string
@@ -41,21 +49,19 @@ func TestErrorMessage(t *testing.T) {
 	}{
 		{"one attempt", &RetryExhausted{Attempts: 1, Last: errBoom, Reason: HintTooLong},
 			"retry: gave up after 1 attempt in 0s (retry-after hint too long): boom"},
-		{"Cause", &RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: Canceled, Cause: context.Canceled},
-			"retry: gave up after 2 attempts in 1s (canceled: context canceled): boom"},
-		{"the Sleeper's error", &RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: SleepFailed, Cause: errors.New("clock device gone")},
-			"retry: gave up after 2 attempts in 1s (sleep failed: clock device gone): boom"},
+		{"a value not made by Do names its Reason", &RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: Canceled, Cause: context.Canceled},
+			"retry: gave up after 2 attempts in 1s (canceled): boom"},
+		{"the Sleeper's error", sleepFails(errors.New("clock device gone"), errBoom), sleptOnce + "(sleep failed: clock device gone): boom"},
 		{"ErrBudgetExhausted is not repeated", &RetryExhausted{Attempts: 3, Last: errBoom, Reason: BudgetExhausted, Cause: ErrBudgetExhausted},
 			"retry: gave up after 3 attempts in 0s (retry budget exhausted): boom"},
 		{"a minute", &RetryExhausted{Attempts: 4, Elapsed: time.Minute, Last: errBoom, Reason: DeadlineReached},
 			"retry: gave up after 4 attempts in 1m0s (deadline reached): boom"},
 		{"unknown Reason, before the first attempt", &RetryExhausted{Reason: Reason(99)}, "retry: gave up before the first attempt (Reason(99))"},
-		{"joined errors", &RetryExhausted{Attempts: 2, Last: errors.Join(errBoom, errors.New("bang")), Reason: SleepFailed, Cause: errors.Join(errors.New("a"), errors.New("b"))},
-			gaveUp2 + "(sleep failed: a; b): boom; bang"},
+		{"joined errors", sleepFails(errors.Join(errors.New("a"), errors.New("b")), errors.Join(errBoom, errors.New("bang"))),
+			sleptOnce + "(sleep failed: a; b): boom; bang"},
 		{"\\r\\n is one break", last("a\r\nb"), gaveUp2 + "(max attempts reached): a; b"},
 		{"a lone \\r is a break", last("a\rb\n\nc"), gaveUp2 + "(max attempts reached): a; b; ; c"},
-		{"a break in Cause", &RetryExhausted{Attempts: 2, Reason: SleepFailed, Cause: errors.New("x\ry"), Last: errBoom},
-			gaveUp2 + "(sleep failed: x; y): boom"},
+		{"a break in Cause", sleepFails(errors.New("x\ry"), errBoom), sleptOnce + "(sleep failed: x; y): boom"},
 		{"vertical breaks", last("a\vb\fc\u0085d\u2028e\u2029f"), gaveUp2 + "(max attempts reached): a; b; c; d; e; f"},
 		{"control characters escaped, tab kept", last("\x1b[31mred\x00\x7f\u009b\tx"),
 			gaveUp2 + `(max attempts reached): \x1b[31mred\x00\x7f\u009b` + "\tx"},
@@ -69,8 +75,6 @@ func TestErrorMessage(t *testing.T) {
 		{"just below a minute", rounded(59940 * time.Millisecond), "retry: gave up after 2 attempts in 59.9s (max attempts reached)"},
 		{"ns kept", rounded(999), "retry: gave up after 2 attempts in 999ns (max attempts reached)"},
 		{"the longest", rounded(math.MaxInt64), "retry: gave up after 2 attempts in 2562047h47m16s (max attempts reached)"},
-		{"DeadlineReached without the detail", &RetryExhausted{Attempts: 2, Reason: DeadlineReached, Cause: context.DeadlineExceeded},
-			gaveUp2 + "(deadline reached: context deadline exceeded)"},
 		{"hint above MaxDelay", gaveUp(Policy{MaxDelay: 10 * time.Second}, 0, 2*time.Minute),
 			gaveUp1 + "(retry-after hint too long: 2m0s, above MaxDelay 10s): slow down"},
 		{"hint above MaxDelay that rounds to it", gaveUp(Policy{MaxDelay: 2 * time.Second}, 0, 2001*time.Millisecond),
@@ -102,7 +106,7 @@ func TestErrorMessage(t *testing.T) {
 				t.Errorf("Error() = %v; want %q", tt.err, tt.want)
 			}
 			// Do's every DeadlineReached, and no HintTooLong, reaches context.DeadlineExceeded.
-			if re, ok := tt.err.(*RetryExhausted); ok && re.limitName != "" && errors.Is(re, context.DeadlineExceeded) != (re.Reason == DeadlineReached) {
+			if re, ok := tt.err.(*RetryExhausted); ok && re.detail != "" && errors.Is(re, context.DeadlineExceeded) != (re.Reason == DeadlineReached) {
 				t.Errorf("errors.Is(%v, context.DeadlineExceeded) = %v; want %v", re, !(re.Reason == DeadlineReached), re.Reason == DeadlineReached)
 			}
 		})

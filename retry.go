@@ -35,30 +35,20 @@ var (
 	errNilFunc    = errors.New("retry: nil fn")
 )
 
-// Do calls fn until it succeeds, fails with an error not to retry, or p
-// allows no more attempts, and returns nil, fn's error as it is, or a
-// *[RetryExhausted]. It decides at two check points:
-//
-//   - Before each call of fn, it reads [Policy.Clock] (before a later call,
-//     only if there is a deadline), and stops if ctx is done ([Canceled], or
-//     [DeadlineReached] for its deadline) or the deadline has passed.
-//   - After a failed call, it reads fn's error for a [Permanent] mark and a
-//     hint ([After]), and the Clock if there is a deadline; it stops if ctx
-//     is done, returns a Permanent error as it is, stops if the deadline has
-//     passed, returns an error that [Policy.IsRetryable] refuses as it is,
-//     and stops after MaxAttempts calls ([MaxAttemptsReached]).
-//
-// In between, it chooses a wait ([Policy.Jitter], at most MaxDelay, at
-// least the hint) and stops if the deadline has passed, if the hint is
-// above MaxDelay or would not end before the deadline ([HintTooLong]), if
-// the wait would not (DeadlineReached), or if [Policy.Budget] is empty
-// ([BudgetExhausted]); then it calls OnRetry, sleeps, and stops if
-// [Policy.Sleeper] fails while ctx is alive ([SleepFailed]). A ctx that
-// ends, or a deadline that passes, while other code of yours runs is seen
-// by the next check that looks at it; an answer found before stands.
+// Do calls fn until it succeeds and returns nil, or returns fn's error as it
+// is if fn marked it [Permanent] or [Policy.IsRetryable] refuses it, or gives
+// up with a *[RetryExhausted] whose Reason says why. fn's verdict comes
+// first: a Permanent error is returned whatever else happened. Then ctx and
+// the deadline, checked before each call of fn, after each failed call
+// before IsRetryable is asked, and before each wait: a done ctx gives
+// [Canceled] ([DeadlineReached] for its deadline), a passed deadline
+// DeadlineReached. Then p's own limits: IsRetryable, MaxAttempts
+// ([MaxAttemptsReached]), the wait's fit under MaxDelay and before the
+// deadline ([HintTooLong] for a hint from [After], else DeadlineReached), the
+// [Policy.Budget] ([BudgetExhausted]) and the [Policy.Sleeper] ([SleepFailed]).
 //
 // The deadline is the nearer of ctx's and [Policy.Timeout] after Do's start,
-// on the Clock. fn's ctx ends at ctx's deadline, and in real time at the
+// on [Policy.Clock]. fn's ctx ends at ctx's deadline, and in real time at the
 // time left before Timeout and at [Policy.AttemptTimeout]; with either set,
 // it is cancelled when fn returns. A nil ctx or fn, or an invalid p, gets a
 // plain error. Do does not recover panics. Concurrent calls may share a [Policy].
@@ -76,46 +66,42 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	// literal run{ctx: ctx, p: p, ...} copies p through a temporary just as
 	// the caller wrote it, and BenchmarkDo/success took 17% longer.
 	var r run
-	r.start = p.now() // the first check point's reading of the Clock
+	r.start = p.now()
 	r.p, r.ctx, r.prev = p, ctx, p.BaseDelay
 	r.setDeadline()
-	defer r.release() // a Budget token or fn's ctx that no call used, panics included
+	defer r.release() // fn's ctx, and a Budget token that no call used, panics included
 	var err error     // fn's last error
 	for {
-		// Check point 1, before each call of fn, on the Clock just read, and
-		// after fn's ctx is made: context.WithTimeout runs ctx's methods.
+		// Before each call: ctx and the deadline, checked after fn's ctx is
+		// made, since making it runs ctx's methods.
 		fnCtx := r.fnCtx()
-		switch cerr := ctx.Err(); {
-		case cerr != nil:
-			return r.finish(err, interrupted(ctx, cerr))
-		case r.hasDeadline && r.at >= r.deadline:
-			return r.finish(err, overrun(DeadlineReached, 0, 0, r.deadlineName))
+		if stop := r.expired(); stop != nil {
+			return r.finish(err, stop)
 		}
-		if r.attempt++; r.attempt == 1 && p.Budget != nil {
-			p.Budget.earn() // a call that calls fn deposits
+		if r.attempt++; p.Budget != nil {
+			if r.attempt == 1 {
+				p.Budget.earn() // a call that calls fn deposits
+			}
+			r.token.use() // the retry that it paid for happens
 		}
-		r.token = false // fn is called: the retry that the token paid for happens
 		err = fn(fnCtx)
 		r.release() // fn's ctx ends when fn returns
 		if err == nil {
 			return r.finish(nil, nil)
 		}
 
-		// Check point 2, after a failed call: fn's error, read once, then the Clock.
+		// After a failed call: fn's verdict, then ctx and the deadline, then p.
 		permanent, hint := inspect(err)
-		if r.hasDeadline {
-			r.readClock()
+		if permanent {
+			return r.finish(err, nil)
 		}
-		switch cerr := ctx.Err(); {
-		case cerr != nil:
-			return r.finish(err, interrupted(ctx, cerr))
-		case permanent:
+		if stop := r.expired(); stop != nil {
+			return r.finish(err, stop)
+		}
+		if p.IsRetryable != nil && !p.IsRetryable(err) {
 			return r.finish(err, nil)
-		case r.hasDeadline && r.at >= r.deadline:
-			return r.finish(err, overrun(DeadlineReached, 0, 0, r.deadlineName))
-		case p.IsRetryable != nil && !p.IsRetryable(err):
-			return r.finish(err, nil)
-		case r.attempt >= p.MaxAttempts:
+		}
+		if r.attempt >= p.MaxAttempts {
 			return r.finish(err, &RetryExhausted{Reason: MaxAttemptsReached})
 		}
 
@@ -124,15 +110,19 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		r.prev = wait
 		wait = max(wait, hint)
 
-		// Check that it fits; take a Budget token, call OnRetry and sleep.
+		// Before the wait: ctx and the deadline, then whether the wait fits,
+		// then the Budget; then OnRetry, and the sleep.
+		if stop := r.expired(); stop != nil {
+			return r.finish(err, stop)
+		}
 		if stop := r.tooLong(wait, hint); stop != nil {
 			return r.finish(err, stop)
 		}
 		if stop := r.pause(err, wait); stop != nil {
 			return r.finish(err, stop)
 		}
-		if r.hasDeadline {
-			r.readClock() // for check point 1
+		if p.Timeout > 0 {
+			r.readClock() // fn's ctx's share of the Timeout counts from here
 		}
 	}
 }
@@ -167,7 +157,7 @@ type run struct {
 	deadlineName string        // its name, for the message
 	attempt      int           // calls of fn so far
 	prev         time.Duration // the jitter's previous choice
-	token        bool          // whether a Budget token is held for a retry that has not happened
+	token        retryToken    // a Budget token held for the next retry
 	cancel       func()        // fn's ctx's, if fnCtx made one that is not yet cancelled
 }
 
@@ -216,27 +206,39 @@ func (r *run) readClock() time.Duration {
 	return r.at
 }
 
-// tooLong reads the Clock, if there is a deadline, and says which limit a
-// wait, at least as long as hint, breaks: the deadline, passed by now; a
-// hint above MaxDelay; a hint or a wait that would not end before the
-// deadline. It returns nil if the wait fits.
-func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
+// expired reads the Clock, if there is a deadline, and returns why Do must
+// stop if ctx is done or the deadline has passed; nil otherwise. It is the
+// one check of ctx and the deadline.
+func (r *run) expired() *RetryExhausted {
 	if r.hasDeadline {
 		r.readClock()
 	}
-	switch {
+	switch err := r.ctx.Err(); {
+	case err != nil:
+		return interrupted(r.ctx, err)
 	case r.hasDeadline && r.at >= r.deadline:
-		return overrun(DeadlineReached, 0, 0, r.deadlineName)
+		return deadlineReached(r.deadlineName + " passed")
+	}
+	return nil
+}
+
+// tooLong returns why a wait, at least as long as hint, does not fit: a
+// hint above MaxDelay, or a hint or a wait that would not end before the
+// deadline. It returns nil if the wait fits.
+func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
+	left := r.deadline - r.at // expired saw at < deadline: no overflow
+	switch {
 	case hint > r.p.MaxDelay:
-		return overrun(HintTooLong, hint, r.p.MaxDelay, maxDelayName)
+		h, m := readable(hint, r.p.MaxDelay)
+		return &RetryExhausted{Reason: HintTooLong, detail: h + ", above MaxDelay " + m}
 	case !r.hasDeadline:
 		return nil
-	}
-	switch left := r.deadline - r.at; { // 0 ≤ at < deadline: no overflow; a hint, which the server asked for, wins
-	case hint >= left:
-		return overrun(HintTooLong, hint, left, r.deadlineName)
+	case hint >= left: // the server asked for it: its hint is named, not the wait
+		h, l := readable(hint, left)
+		return &RetryExhausted{Reason: HintTooLong, detail: h + ", with " + l + " left before " + r.deadlineName}
 	case wait >= left:
-		return overrun(DeadlineReached, wait, left, r.deadlineName)
+		w, l := readable(wait, left)
+		return deadlineReached("next wait " + w + ", with " + l + " left before " + r.deadlineName)
 	}
 	return nil
 }
@@ -247,11 +249,8 @@ func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
 // BudgetExhausted, or SleepFailed for a Sleeper's error while ctx is alive;
 // nil otherwise.
 func (r *run) pause(err error, wait time.Duration) *RetryExhausted {
-	if r.p.Budget != nil {
-		if !r.p.Budget.spend() {
-			return &RetryExhausted{Reason: BudgetExhausted, Cause: ErrBudgetExhausted}
-		}
-		r.token = true
+	if r.p.Budget != nil && !r.token.take(r.p.Budget) {
+		return &RetryExhausted{Reason: BudgetExhausted, Cause: ErrBudgetExhausted}
 	}
 	if r.p.OnRetry != nil {
 		before := r.readClock()
@@ -261,7 +260,7 @@ func (r *run) pause(err error, wait time.Duration) *RetryExhausted {
 	if r.p.Sleeper == nil {
 		sleep(r.ctx, wait)
 	} else if serr := r.p.Sleeper.Sleep(r.ctx, max(wait, 0)); serr != nil && r.ctx.Err() == nil {
-		return &RetryExhausted{Reason: SleepFailed, Cause: serr}
+		return &RetryExhausted{Reason: SleepFailed, Cause: serr, detail: serr.Error()}
 	}
 	return nil
 }
@@ -298,24 +297,14 @@ func (r *run) finish(err error, stop *RetryExhausted) error {
 	return err
 }
 
-// release cancels the ctx that fnCtx made for fn, and gives back the Budget
-// token of a retry that did not happen: Do stopped, or a panic unwound it,
-// before it called fn again.
+// release cancels the ctx that fnCtx made for fn, and gives back a Budget
+// token that no call of fn used: Do stopped, or a panic unwound it, before
+// the retry it was taken for.
 func (r *run) release() {
 	if r.cancel != nil {
 		r.cancel() // again at Do's end: a no-op
 	}
-	if r.token {
-		r.p.Budget.refund()
+	if r.p.Budget != nil {
+		r.token.release()
 	}
-}
-
-// overrun says that a wait (or a hint; 0 if the deadline had passed) broke
-// a limit: MaxDelay, or the time left before the deadline named.
-func overrun(reason Reason, wait, limit time.Duration, name string) *RetryExhausted {
-	stop := &RetryExhausted{Reason: reason, wait: wait, limit: limit, limitName: name}
-	if reason == DeadlineReached {
-		stop.Cause = context.DeadlineExceeded // one rule for callers that map errors to a 504
-	}
-	return stop
 }

@@ -310,10 +310,19 @@ func TestClockFarPastTheDeadline(t *testing.T) {
 }
 
 // Elapsed is at least a deadline that Do saw pass, though the Clock then
-// went back: reads at 0, 2s (the deadline check), then 500ms.
+// went back: it reads 0 until fn is called, then 2s once (the check after
+// the call), then 500ms.
 func TestElapsedCoversThePassedDeadline(t *testing.T) {
-	start, reads := time.Now(), []time.Duration{0, 2 * time.Second, time.Second / 2}
-	clock := ClockFunc(func() time.Time { d := reads[0]; reads = reads[min(1, len(reads)-1):]; return start.Add(d) })
+	start, called, reads := time.Now(), false, []time.Duration{2 * time.Second, time.Second / 2}
+	clock := ClockFunc(func() time.Time {
+		if !called {
+			return start
+		}
+		d := reads[0]
+		reads = reads[min(1, len(reads)-1):]
+		return start.Add(d)
+	})
+	failOnce := func(context.Context) error { called = true; return errBoom }
 	err := Do(context.Background(), failOnce, Policy{Timeout: time.Second, Clock: clock})
 	if re := wantExhausted(t, err, DeadlineReached, 1); re.Elapsed != 2*time.Second {
 		t.Errorf("Do() Elapsed = %v; want 2s", re.Elapsed)
