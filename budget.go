@@ -124,11 +124,10 @@ type retryToken struct{ from *Budget }
 
 // take takes a token from b, and reports whether b had one.
 func (t *retryToken) take(b *Budget) bool {
-	if !b.spend() {
-		return false
+	if b.spend() {
+		t.from = b
 	}
-	t.from = b
-	return true
+	return t.from != nil
 }
 
 // use marks the token spent: fn is called for the retry it paid for.

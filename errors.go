@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,7 @@ type RetryExhausted struct {
 	// context.DeadlineExceeded, ErrBudgetExhausted, or the Sleeper's error.
 	Cause error
 
-	detail string // what the check that stopped Do found, for the message
+	detail string // what the check that stopped Do found, after ": ", for the message
 }
 
 // Error returns one line that starts with "retry: ", names the attempts
@@ -42,11 +43,7 @@ func (e *RetryExhausted) Error() string {
 		}
 		s += " in " + round(e.Elapsed).String()
 	}
-	s += " (" + e.Reason.String()
-	if e.detail != "" {
-		s += ": " + e.detail
-	}
-	s += ")"
+	s += " (" + e.Reason.String() + e.detail + ")"
 	if e.Last != nil {
 		s += ": " + e.Last.Error()
 	}
@@ -109,13 +106,7 @@ func round(d time.Duration) time.Duration {
 
 // Unwrap returns Last and Cause, leaving out the nil ones.
 func (e *RetryExhausted) Unwrap() []error {
-	errs := make([]error, 0, 2)
-	for _, err := range [...]error{e.Last, e.Cause} {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
+	return slices.DeleteFunc([]error{e.Last, e.Cause}, func(err error) bool { return err == nil })
 }
 
 // Reason says why [Do] stopped retrying. More Reasons may come in a minor
@@ -216,9 +207,9 @@ func inspect(err error) (permanent bool, hint time.Duration) {
 // joined with the cause ctx was given, if any, so that errors.Is reaches
 // both.
 func interrupted(ctx context.Context, err error) *RetryExhausted {
-	stop := &RetryExhausted{Reason: Canceled, Cause: err, detail: err.Error()}
+	stop := &RetryExhausted{Reason: Canceled, Cause: err, detail: ": " + err.Error()}
 	if errors.Is(err, context.DeadlineExceeded) {
-		stop.Reason, stop.detail = DeadlineReached, ctxDeadlineName+" passed"
+		stop.Reason, stop.detail = DeadlineReached, ": "+ctxDeadlineName+" passed"
 	}
 	if c := context.Cause(ctx); c != nil && c != err {
 		stop.Cause, stop.detail = &causeError{err, c}, stop.detail+": "+c.Error()

@@ -41,11 +41,11 @@ var (
 // first: a Permanent error is returned whatever else happened. Then ctx and
 // the deadline, checked before each call of fn, after each failed call
 // before IsRetryable is asked, and before each wait: a done ctx gives
-// [Canceled] ([DeadlineReached] for its deadline), a passed deadline
-// DeadlineReached. Then p's own limits: IsRetryable, MaxAttempts
-// ([MaxAttemptsReached]), the wait's fit under MaxDelay and before the
-// deadline ([HintTooLong] for a hint from [After], else DeadlineReached), the
-// [Policy.Budget] ([BudgetExhausted]) and the [Policy.Sleeper] ([SleepFailed]).
+// [Canceled], a passed deadline [DeadlineReached]. Then p's own limits:
+// IsRetryable, MaxAttempts ([MaxAttemptsReached]), the wait's fit under
+// MaxDelay and before the deadline ([HintTooLong] for a hint from [After],
+// else DeadlineReached), [Policy.Budget] ([BudgetExhausted]) and
+// [Policy.Sleeper] ([SleepFailed]).
 //
 // The deadline is the nearer of ctx's and [Policy.Timeout] after Do's start,
 // on [Policy.Clock]. fn's ctx ends at ctx's deadline, and in real time at the
@@ -67,7 +67,7 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	// the caller wrote it, and BenchmarkDo/success took 17% longer.
 	var r run
 	r.start = p.now()
-	r.p, r.ctx, r.prev = p, ctx, p.BaseDelay
+	r.p, r.ctx, r.done, r.prev = p, ctx, ctx.Done(), p.BaseDelay
 	r.setDeadline()
 	defer r.release() // fn's ctx, and a Budget token that no call used, panics included
 	var err error     // fn's last error
@@ -85,7 +85,9 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 			r.token.use() // the retry that it paid for happens
 		}
 		err = fn(fnCtx)
-		r.release() // fn's ctx ends when fn returns
+		if r.cancel != nil {
+			r.cancel() // fn's ctx ends when fn returns
+		}
 		if err == nil {
 			return r.finish(nil, nil)
 		}
@@ -149,16 +151,17 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 // Clock, and where its loop stands.
 type run struct {
 	ctx          context.Context
-	p            Policy        // Do's, prepared
-	start        time.Time     // when Do started, on the Clock
-	at           time.Duration // since start, at the last reading; never less than before
-	hasDeadline  bool          // whether Policy.Timeout or ctx's deadline is set
-	deadline     time.Duration // the nearer of the two, since start
-	deadlineName string        // its name, for the message
-	attempt      int           // calls of fn so far
-	prev         time.Duration // the jitter's previous choice
-	token        retryToken    // a Budget token held for the next retry
-	cancel       func()        // fn's ctx's, if fnCtx made one that is not yet cancelled
+	p            Policy          // Do's, prepared
+	start        time.Time       // when Do started, on the Clock
+	at           time.Duration   // since start, at the last reading; never less than before
+	hasDeadline  bool            // whether Policy.Timeout or ctx's deadline is set
+	deadline     time.Duration   // the nearer of the two, since start
+	deadlineName string          // its name, for the message
+	attempt      int             // calls of fn so far
+	prev         time.Duration   // the jitter's previous choice
+	token        retryToken      // a Budget token held for the next retry
+	done         <-chan struct{} // ctx's Done: nil if ctx can never be done
+	cancel       func()          // fn's ctx's, if fnCtx made one that is not yet cancelled
 }
 
 // now reads Policy.Clock, or the real clock if there is none.
@@ -206,10 +209,18 @@ func (r *run) readClock() time.Duration {
 	return r.at
 }
 
-// expired reads the Clock, if there is a deadline, and returns why Do must
-// stop if ctx is done or the deadline has passed; nil otherwise. It is the
-// one check of ctx and the deadline.
+// expired returns why Do must stop if ctx is done or the deadline has
+// passed, and nil otherwise. It is the one check of ctx and the deadline.
 func (r *run) expired() *RetryExhausted {
+	if !r.hasDeadline && r.done == nil {
+		return nil // nothing can end; inlined, this costs no call (BenchmarkDo/3-retries-no-wait)
+	}
+	return r.ended()
+}
+
+// ended is expired's check: it reads the Clock, if there is a deadline,
+// then asks ctx for its error, then compares the time with the deadline.
+func (r *run) ended() *RetryExhausted {
 	if r.hasDeadline {
 		r.readClock()
 	}
@@ -217,7 +228,7 @@ func (r *run) expired() *RetryExhausted {
 	case err != nil:
 		return interrupted(r.ctx, err)
 	case r.hasDeadline && r.at >= r.deadline:
-		return deadlineReached(r.deadlineName + " passed")
+		return deadlineReached(": " + r.deadlineName + " passed")
 	}
 	return nil
 }
@@ -230,15 +241,15 @@ func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
 	switch {
 	case hint > r.p.MaxDelay:
 		h, m := readable(hint, r.p.MaxDelay)
-		return &RetryExhausted{Reason: HintTooLong, detail: h + ", above MaxDelay " + m}
+		return &RetryExhausted{Reason: HintTooLong, detail: ": " + h + ", above MaxDelay " + m}
 	case !r.hasDeadline:
 		return nil
 	case hint >= left: // the server asked for it: its hint is named, not the wait
 		h, l := readable(hint, left)
-		return &RetryExhausted{Reason: HintTooLong, detail: h + ", with " + l + " left before " + r.deadlineName}
+		return &RetryExhausted{Reason: HintTooLong, detail: ": " + h + ", with " + l + " left before " + r.deadlineName}
 	case wait >= left:
 		w, l := readable(wait, left)
-		return deadlineReached("next wait " + w + ", with " + l + " left before " + r.deadlineName)
+		return deadlineReached(": next wait " + w + ", with " + l + " left before " + r.deadlineName)
 	}
 	return nil
 }
@@ -260,7 +271,7 @@ func (r *run) pause(err error, wait time.Duration) *RetryExhausted {
 	if r.p.Sleeper == nil {
 		sleep(r.ctx, wait)
 	} else if serr := r.p.Sleeper.Sleep(r.ctx, max(wait, 0)); serr != nil && r.ctx.Err() == nil {
-		return &RetryExhausted{Reason: SleepFailed, Cause: serr, detail: serr.Error()}
+		return &RetryExhausted{Reason: SleepFailed, Cause: serr, detail: ": " + serr.Error()}
 	}
 	return nil
 }
