@@ -28,8 +28,8 @@ const tokenScale = 1_000_000
 // to a balance of burst, and each retry takes one token once the wait has
 // passed every other check. The token comes back if fn is not called again
 // after all: the [Sleeper] failed, ctx or the deadline stopped Do before the
-// next call, or a panic in [Policy.OnRetry], the Sleeper or the [Clock]
-// unwound it. With less than one token, Do gives up with
+// next call, or a panic in [Policy.OnRetry], the Sleeper, the [Clock] or
+// ctx's methods unwound it. With less than one token, Do gives up with
 // [ErrBudgetExhausted]. So retries number at most ratio × calls + burst for
 // a ratio of six decimals, and (ratio + 1e-9) × calls + burst for any.
 //
@@ -123,11 +123,11 @@ func (b *Budget) spend() bool {
 type retryToken struct{ from *Budget }
 
 // take takes a token from b, and reports whether b had one.
-func (t *retryToken) take(b *Budget) bool {
-	if b.spend() {
+func (t *retryToken) take(b *Budget) (ok bool) {
+	if ok = b.spend(); ok {
 		t.from = b
 	}
-	return t.from != nil
+	return ok
 }
 
 // use marks the token spent: fn is called for the retry it paid for.

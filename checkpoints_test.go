@@ -160,7 +160,7 @@ type hintHook unwrapHook
 func (e *hintHook) RetryAfter() time.Duration { e.hook(); return 0 }
 
 // When ctx is done at a check point, Do stops with DeadlineReached if its deadline passed,
-// else Canceled, whatever else it found there; Cause reaches ctx's error and cause, and
+// else Canceled, whatever else but a Permanent error it found there; Cause reaches ctx's error and cause, and
 // OnDone sees the same error.
 func TestCtxDoneReason(t *testing.T) {
 	errShutdown, errSlow := errors.New("shutting down"), errors.New("too slow")
@@ -243,8 +243,8 @@ func TestCtxDoneReason(t *testing.T) {
 	}
 }
 
-// valueHook is a ctx whose Value method calls hook, as context.WithTimeout calls it;
-// deadlineHook, whose Deadline does.
+// valueHook is a ctx whose Value method calls hook, as context.WithTimeout calls it when
+// it makes fn's ctx.
 type valueHook struct {
 	context.Context
 	hook func()
@@ -252,14 +252,10 @@ type valueHook struct {
 
 func (c *valueHook) Value(key any) any { c.hook(); return c.Context.Value(key) }
 
-type deadlineHook valueHook
-
-func (c *deadlineHook) Deadline() (time.Time, bool) { c.hook(); return c.Context.Deadline() }
-
 // When ctx is done, or the deadline has passed on the Clock, before the first call, Do
 // calls no fn and returns a *RetryExhausted of 0 attempts that reaches ctx's error or
 // context.DeadlineExceeded; it calls OnDone with that error, and deposits nothing in the
-// Budget. What ctx's own methods do as Do starts counts.
+// Budget. What ctx's own methods do as fn's ctx is made counts.
 func TestNoAttempt(t *testing.T) {
 	errShutdown := errors.New("shutting down")
 	const shutdown, deadline = "canceled: context canceled: shutting down)", "deadline reached: ctx's deadline passed)"
@@ -267,7 +263,7 @@ func TestNoAttempt(t *testing.T) {
 		name   string
 		expire time.Duration // ctx's deadline, from now, if not 0
 		ahead  time.Duration // how far the Clock runs ahead of real time
-		cancel string        // when ctx is cancelled: "before" Do, as the Clock is "read", in its own "value" method, or ""; or "late" if ctx's Deadline moves the Clock past Policy.Timeout
+		cancel string        // when ctx is cancelled: "before" Do, as the Clock is "read", in its own "value" method, or ""; or "late" if its Value moves the Clock past Policy.Timeout
 		reason Reason
 		reach  error
 		msg    string // after "retry: gave up before the first attempt ("
@@ -295,7 +291,7 @@ func TestNoAttempt(t *testing.T) {
 			case "value":
 				ctx = &valueHook{ctx, cancel}
 			case "late":
-				ctx = &deadlineHook{ctx, func() { tt.ahead += 2 * time.Hour }}
+				ctx = &valueHook{ctx, func() { tt.ahead += 2 * time.Hour }}
 			}
 			calls := 0
 			var done []doneCall
@@ -423,57 +419,66 @@ func TestDeadlinePassedBeforeTheWait(t *testing.T) {
 	}
 }
 
-// A ctx that ends after a failed call, before the wait (in IsRetryable, Jitter, Rand or the
-// Clock), stops Do with Canceled, whatever limit the wait would break, and no retry is
-// announced with OnRetry.
-func TestCtxDoneBeforeTheWait(t *testing.T) {
-	type limit struct {
+// A ctx that ends, or a deadline that passes, after a failed call and before the wait (in
+// IsRetryable, Jitter, Rand or the Clock), stops Do with Canceled or DeadlineReached,
+// whatever limit the wait would break, and no retry is announced with OnRetry.
+func TestEndBeforeTheWait(t *testing.T) {
+	limits := []struct {
 		name string
 		p    Policy
 		hint time.Duration
-	}
-	limits := []limit{
+	}{
+		{"no deadline", Policy{}, 0},
 		{"a wait that fits", Policy{Timeout: time.Hour}, 0},
 		{"a hint above MaxDelay", Policy{Timeout: time.Hour, MaxDelay: time.Second}, time.Minute},
 		{"a hint past the Timeout", Policy{Timeout: time.Hour, MaxDelay: 2 * time.Hour}, 90 * time.Minute},
 		{"a wait past the Timeout", Policy{Timeout: time.Second, BaseDelay: 2 * time.Second}, 0},
 		{"no Budget left", Policy{Timeout: time.Hour, Budget: NewBudget(0, 1)}, 0},
 	}
-	for _, where := range []string{"IsRetryable", "Jitter", "Rand", "Clock"} {
-		for _, l := range limits {
-			t.Run(where+", "+l.name, func(t *testing.T) {
-				ft := newFakeTime()
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				asked, retries := false, 0
-				hook := func(w string) {
-					if w == where {
-						cancel()
+	for _, end := range []Reason{Canceled, DeadlineReached} {
+		for _, where := range []string{"IsRetryable", "Jitter", "Rand", "Clock"} {
+			for _, l := range limits {
+				if l.p.Timeout == 0 && (end == DeadlineReached || where == "Clock") {
+					continue // no deadline to pass, and no Clock read before the wait
+				}
+				t.Run(fmt.Sprint(end, " in ", where, ", ", l.name), func(t *testing.T) {
+					ft := newFakeTime()
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					asked, retries := false, 0
+					hook := func(w string) {
+						switch {
+						case w != where:
+						case end == Canceled:
+							cancel()
+						default:
+							ft.advance(2 * time.Hour) // past every Timeout
+						}
 					}
-				}
-				p := ft.with(l.p)
-				if p.Budget != nil {
-					p.Budget = NewBudget(0, 1)
-					p.Budget.spend()
-				}
-				p.IsRetryable = func(error) bool { asked = true; hook("IsRetryable"); return true }
-				p.Jitter = func(n int, base, maxDelay, prev time.Duration, u float64) time.Duration {
-					hook("Jitter")
-					return NoJitter(n, base, maxDelay, prev, u)
-				}
-				p.Rand = func() float64 { hook("Rand"); return 0.5 }
-				p.Clock = ClockFunc(func() time.Time {
-					if asked {
-						hook("Clock")
+					p := ft.with(l.p)
+					if p.Budget != nil {
+						p.Budget = NewBudget(0, 1)
+						p.Budget.spend()
 					}
-					return ft.Now()
+					p.IsRetryable = func(error) bool { asked = true; hook("IsRetryable"); return true }
+					p.Jitter = func(n int, base, maxDelay, prev time.Duration, u float64) time.Duration {
+						hook("Jitter")
+						return NoJitter(n, base, maxDelay, prev, u)
+					}
+					p.Rand = func() float64 { hook("Rand"); return 0.5 }
+					p.Clock = ClockFunc(func() time.Time {
+						if asked {
+							hook("Clock")
+						}
+						return ft.Now()
+					})
+					p.OnRetry = func(context.Context, int, error, time.Duration) { retries++ }
+					err := Do(ctx, func(context.Context) error { return After(l.hint, errBoom) }, p)
+					if wantExhausted(t, err, end, 1); retries != 0 {
+						t.Errorf("OnRetry calls = %d; want 0", retries)
+					}
 				})
-				p.OnRetry = func(context.Context, int, error, time.Duration) { retries++ }
-				err := Do(ctx, func(context.Context) error { return After(l.hint, errBoom) }, p)
-				if wantExhausted(t, err, Canceled, 1); retries != 0 {
-					t.Errorf("OnRetry calls = %d; want 0", retries)
-				}
-			})
+			}
 		}
 	}
 }

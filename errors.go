@@ -217,12 +217,6 @@ func interrupted(ctx context.Context, err error) *RetryExhausted {
 	return stop
 }
 
-// deadlineReached returns a RetryExhausted for a deadline that passed, or
-// that a wait would not end before, as detail says.
-func deadlineReached(detail string) *RetryExhausted {
-	return &RetryExhausted{Reason: DeadlineReached, Cause: context.DeadlineExceeded, detail: detail}
-}
-
 // causeError is ctx's error with the cause ctx was cancelled with.
 type causeError struct{ err, cause error }
 

@@ -149,9 +149,9 @@ func TestOnRetryTimeComesOffTheWait(t *testing.T) {
 	}
 }
 
-// A Sleeper's error ends Do with SleepFailed, even if the deadline passed during the
-// sleep or before it, in OnRetry; a Sleeper that returns early is trusted, and
-// MaxAttempts still bounds the calls.
+// A Sleeper's error ends Do with SleepFailed, unless the deadline passed during the
+// sleep or before it, in OnRetry: the deadline comes first; a Sleeper that returns early
+// is trusted, and MaxAttempts still bounds the calls.
 func TestSleeper(t *testing.T) {
 	errSleep := errors.New("sleeper broke")
 	tests := []struct {
@@ -164,8 +164,8 @@ func TestSleeper(t *testing.T) {
 		attempts int
 	}{
 		{"fails", Policy{}, 0, 0, errSleep, SleepFailed, 1},
-		{"fails as the deadline passes", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, 0, time.Hour, errSleep, SleepFailed, 1},
-		{"fails after the deadline passed in OnRetry", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, time.Hour, 0, errSleep, SleepFailed, 1},
+		{"fails as the deadline passes", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, 0, time.Hour, errSleep, DeadlineReached, 1},
+		{"fails after the deadline passed in OnRetry", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, time.Hour, 0, errSleep, DeadlineReached, 1},
 		{"returns at the deadline", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, 0, time.Second, nil, DeadlineReached, 1},
 		{"returns early", Policy{MaxAttempts: 4, Timeout: time.Minute}, 0, 0, nil, MaxAttemptsReached, 4},
 	}

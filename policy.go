@@ -158,9 +158,9 @@ type Clock interface {
 // Sleeper waits between attempts.
 //
 // Sleep waits for d, or until ctx is done, whichever comes first. It
-// returns nil after a full wait and ctx's error when ctx ended it; any
-// other error ends the retries with [SleepFailed]. [Do] trusts a Sleeper
-// that returns early.
+// returns nil after a full wait and ctx's error when ctx ended it. Any
+// error ends the retries: with [SleepFailed] if ctx is alive and the
+// deadline has not passed. [Do] trusts a Sleeper that returns early.
 type Sleeper interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }

@@ -40,11 +40,11 @@ var (
 // up with a *[RetryExhausted] whose Reason says why. fn's verdict comes
 // first: a Permanent error is returned whatever else happened. Then ctx and
 // the deadline, checked before each call of fn, after each failed call
-// before IsRetryable is asked, and before each wait: a done ctx gives
-// [Canceled], a passed deadline [DeadlineReached]. Then p's own limits:
-// IsRetryable, MaxAttempts ([MaxAttemptsReached]), the wait's fit under
-// MaxDelay and before the deadline ([HintTooLong] for a hint from [After],
-// else DeadlineReached), [Policy.Budget] ([BudgetExhausted]) and
+// before IsRetryable is asked, and before each wait: a passed deadline (ctx's
+// too) gives [DeadlineReached], any other end of ctx [Canceled]. Then p's
+// limits: IsRetryable, MaxAttempts ([MaxAttemptsReached]), the wait's fit
+// under MaxDelay and before the deadline ([HintTooLong] for a hint from
+// [After], else DeadlineReached), [Policy.Budget] ([BudgetExhausted]) and
 // [Policy.Sleeper] ([SleepFailed]).
 //
 // The deadline is the nearer of ctx's and [Policy.Timeout] after Do's start,
@@ -69,14 +69,17 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	r.start = p.now()
 	r.p, r.ctx, r.done, r.prev = p, ctx, ctx.Done(), p.BaseDelay
 	r.setDeadline()
-	defer r.release() // fn's ctx, and a Budget token that no call used, panics included
-	var err error     // fn's last error
+	defer r.release()    // fn's ctx, and a Budget token that no call used, panics included
+	var err, slept error // fn's last error, and the Sleeper's after the wait
 	for {
 		// Before each call: ctx and the deadline, checked after fn's ctx is
-		// made, since making it runs ctx's methods.
+		// made, since making it runs ctx's methods; then the Sleeper's error.
 		fnCtx := r.fnCtx()
 		if stop := r.expired(); stop != nil {
 			return r.finish(err, stop)
+		}
+		if slept != nil {
+			return r.finish(err, &RetryExhausted{Reason: SleepFailed, Cause: slept, detail: ": " + slept.Error()})
 		}
 		if r.attempt++; p.Budget != nil {
 			if r.attempt == 1 {
@@ -120,9 +123,10 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		if stop := r.tooLong(wait, hint); stop != nil {
 			return r.finish(err, stop)
 		}
-		if stop := r.pause(err, wait); stop != nil {
-			return r.finish(err, stop)
+		if p.Budget != nil && !r.token.take(p.Budget) {
+			return r.finish(err, &RetryExhausted{Reason: BudgetExhausted, Cause: ErrBudgetExhausted})
 		}
+		slept = r.pause(err, wait)
 		if p.Timeout > 0 {
 			r.readClock() // fn's ctx's share of the Timeout counts from here
 		}
@@ -161,7 +165,7 @@ type run struct {
 	prev         time.Duration   // the jitter's previous choice
 	token        retryToken      // a Budget token held for the next retry
 	done         <-chan struct{} // ctx's Done: nil if ctx can never be done
-	cancel       func()          // fn's ctx's, if fnCtx made one that is not yet cancelled
+	cancel       func()          // fn's ctx's, if fnCtx made one
 }
 
 // now reads Policy.Clock, or the real clock if there is none.
@@ -210,17 +214,18 @@ func (r *run) readClock() time.Duration {
 }
 
 // expired returns why Do must stop if ctx is done or the deadline has
-// passed, and nil otherwise. It is the one check of ctx and the deadline.
+// passed, and nil otherwise: it is the one check of ctx and the deadline.
 func (r *run) expired() *RetryExhausted {
 	if !r.hasDeadline && r.done == nil {
 		return nil // nothing can end; inlined, this costs no call (BenchmarkDo/3-retries-no-wait)
 	}
-	return r.ended()
+	return r.expiredSlow()
 }
 
-// ended is expired's check: it reads the Clock, if there is a deadline,
-// then asks ctx for its error, then compares the time with the deadline.
-func (r *run) ended() *RetryExhausted {
+// expiredSlow is expired's check, outlined so that expired can be inlined:
+// it reads the Clock, if there is a deadline, then asks ctx for its error,
+// then compares the time with the deadline.
+func (r *run) expiredSlow() *RetryExhausted {
 	if r.hasDeadline {
 		r.readClock()
 	}
@@ -228,7 +233,7 @@ func (r *run) ended() *RetryExhausted {
 	case err != nil:
 		return interrupted(r.ctx, err)
 	case r.hasDeadline && r.at >= r.deadline:
-		return deadlineReached(": " + r.deadlineName + " passed")
+		return &RetryExhausted{Reason: DeadlineReached, Cause: context.DeadlineExceeded, detail: ": " + r.deadlineName + " passed"}
 	}
 	return nil
 }
@@ -237,7 +242,7 @@ func (r *run) ended() *RetryExhausted {
 // hint above MaxDelay, or a hint or a wait that would not end before the
 // deadline. It returns nil if the wait fits.
 func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
-	left := r.deadline - r.at // expired saw at < deadline: no overflow
+	left := r.deadline - r.at // 0 ≤ at, and at < deadline if there is one: no overflow
 	switch {
 	case hint > r.p.MaxDelay:
 		h, m := readable(hint, r.p.MaxDelay)
@@ -249,20 +254,16 @@ func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
 		return &RetryExhausted{Reason: HintTooLong, detail: ": " + h + ", with " + l + " left before " + r.deadlineName}
 	case wait >= left:
 		w, l := readable(wait, left)
-		return deadlineReached(": next wait " + w + ", with " + l + " left before " + r.deadlineName)
+		detail := ": next wait " + w + ", with " + l + " left before " + r.deadlineName
+		return &RetryExhausted{Reason: DeadlineReached, Cause: context.DeadlineExceeded, detail: detail}
 	}
 	return nil
 }
 
-// pause takes a Budget token for the retry, calls OnRetry, and sleeps for
-// what is left of the wait: it counts from when it was chosen, so time
-// spent in OnRetry comes off the sleep. It returns why Do must stop:
-// BudgetExhausted, or SleepFailed for a Sleeper's error while ctx is alive;
-// nil otherwise.
-func (r *run) pause(err error, wait time.Duration) *RetryExhausted {
-	if r.p.Budget != nil && !r.token.take(r.p.Budget) {
-		return &RetryExhausted{Reason: BudgetExhausted, Cause: ErrBudgetExhausted}
-	}
+// pause calls OnRetry, and sleeps for what is left of the wait: it counts
+// from when it was chosen, so time spent in OnRetry comes off the sleep. It
+// returns the Sleeper's error.
+func (r *run) pause(err error, wait time.Duration) error {
 	if r.p.OnRetry != nil {
 		before := r.readClock()
 		r.p.OnRetry(r.ctx, r.attempt, err, wait)
@@ -270,10 +271,9 @@ func (r *run) pause(err error, wait time.Duration) *RetryExhausted {
 	}
 	if r.p.Sleeper == nil {
 		sleep(r.ctx, wait)
-	} else if serr := r.p.Sleeper.Sleep(r.ctx, max(wait, 0)); serr != nil && r.ctx.Err() == nil {
-		return &RetryExhausted{Reason: SleepFailed, Cause: serr, detail: ": " + serr.Error()}
+		return nil
 	}
-	return nil
+	return r.p.Sleeper.Sleep(r.ctx, max(wait, 0))
 }
 
 // sleep is the default Sleeper: it waits for d, or until ctx is done.

@@ -13,12 +13,12 @@ import (
 )
 
 // breakerExcluded, for gobreaker's Settings.IsExcluded, reports whether what Do
-// returned says nothing about the dependency: fn was not called (ctx was done
-// first), the caller left, or its Sleeper failed.
+// returned says nothing about the dependency: fn was not called, the caller left
+// (Canceled, or ctx's error from fn, even marked Permanent), or its Sleeper failed.
 func breakerExcluded(err error) bool {
 	re, gaveUp := err.(*retry.RetryExhausted) // Do returns it unwrapped
-	return gaveUp && (re.Attempts == 0 || re.Reason == retry.Canceled ||
-		re.Reason == retry.SleepFailed)
+	return !gaveUp && errors.Is(err, context.Canceled) || gaveUp && (re.Attempts == 0 ||
+		re.Reason == retry.Canceled || re.Reason == retry.SleepFailed)
 }
 
 // breakerSuccessful, for gobreaker's Settings.IsSuccessful, reports whether what Do

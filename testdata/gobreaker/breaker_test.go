@@ -209,6 +209,8 @@ func TestBreakerDecidesOnReason(t *testing.T) {
 		{"hung until AttemptTimeout, wrapped, refused", "", retry.Policy{AttemptTimeout: 10 * ms, IsRetryable: refuse},
 			func(ctx context.Context) error { return fmt.Errorf("get: %w", hang(ctx)) }, 0, "failure"},
 		{"the caller left", "leave", retry.Policy{}, unavailable, retry.Canceled, "neither"},
+		{"the caller left, and fn returned ctx's error marked Permanent", "leave", retry.Policy{},
+			func(ctx context.Context) error { return retry.Permanent(ctx.Err()) }, 0, "neither"},
 		{"ctx cancelled before Do", "done", retry.Policy{}, unavailable, retry.Canceled, "neither"},
 		{"ctx's deadline passed before Do", "-1s", retry.Policy{}, unavailable, retry.DeadlineReached, "neither"},
 		{"the Sleeper failed", "", retry.Policy{Sleeper: sleepFails}, unavailable, retry.SleepFailed, "neither"},
