@@ -234,7 +234,10 @@ func TestCtxDoneReason(t *testing.T) {
 			p.OnRetry = func(context.Context, int, error, time.Duration) { retries++ }
 			p.OnDone = func(_ context.Context, _ int, _ time.Duration, err error) { done = err }
 			err := Do(ctx, fn, p)
-			wantExhausted(t, err, reason, 1)
+			re := wantExhausted(t, err, reason, 1)
+			if msg := ctxErr.Error() + ": " + cause.Error(); re.Cause.Error() != msg {
+				t.Errorf("Cause = %q; want %q", re.Cause, msg)
+			}
 			if retries != tt.retries || done != err || !errors.Is(err, ctxErr) || !errors.Is(err, cause) || !strings.HasSuffix(err.Error(), tt.suffix) {
 				t.Errorf("Do() = %v after %d OnRetry calls, OnDone got %v; want it to end %q, reaching %v and %v, after %d, the same in both",
 					err, retries, done, tt.suffix, ctxErr, cause, tt.retries)
