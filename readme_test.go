@@ -12,6 +12,7 @@ import (
 // TestREADMEGoBlocks checks that each Go block of README.md compiles: a
 // block of the circuit breaker, gRPC or database section stands in the
 // module under testdata that runs it against the real library or server,
+// the interview's block in testdata/interview, which runs it on its own,
 // and any other block in a _test.go file of this package, as it is or
 // indented one tab (the body of a function). The call in the package doc
 // must be Example's, as it is.
@@ -21,9 +22,10 @@ func TestREADMEGoBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	modules := map[string]string{ // section: module
-		"Circuit breaker":       "testdata/gobreaker",
-		"gRPC":                  "testdata/grpc",
-		"Database transactions": "testdata/postgres",
+		"Circuit breaker":                    "testdata/gobreaker",
+		"gRPC":                               "testdata/grpc",
+		"Database transactions":              "testdata/postgres",
+		"From a blank screen: the interview": "testdata/interview",
 	}
 	src := readFiles(t, "*_test.go")
 	blocks := regexp.MustCompile("(?s)\n```go\n(.*?)```\n").FindAllSubmatchIndex(readme, -1)

@@ -1,7 +1,6 @@
-package retry
+package interview
 
-// The code between the markers is the README's "From a blank screen" block, byte for byte
-// (TestREADMEGoBlocks checks it); the tests run it on fake time, or a real timer where it matters.
+// The tests run the README's block on fake time, or a real timer where it matters.
 
 import (
 	"context"
@@ -14,77 +13,17 @@ import (
 	"time"
 )
 
-// BEGIN blank-screen
-
-// retrier holds the knobs of a retry loop. It is a plain value that
-// concurrent calls may share: each call keeps its state in local variables.
-// In production now is time.Now, after is time.After and random is
-// rand.Float64; tests pass fakes.
-type retrier struct {
-	attempts            int           // calls of fn, the first included
-	base, cap, deadline time.Duration // deadline bounds the whole call; 0 means none
-	retryable           func(error) bool
-	now                 func() time.Time
-	after               func(time.Duration) <-chan time.Time
-	random              func() float64 // uniform in [0, 1)
-}
-
-// do calls fn until it succeeds, fails for good, or runs out of attempts,
-// time or ctx. It returns nil, fn's error as is, or a *retryError.
-func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
-	// start is read before the first call; wait is the previous wait, base before the first.
-	start, wait := r.now(), r.base
-	for n := 1; ; n++ { // n counts the calls of fn
-		err := fn(ctx)
-		switch {
-		case err == nil:
-			return nil
-		case !r.retryable(err):
-			return err // as fn returned it
-		case n >= r.attempts:
-			return &retryError{Attempts: n, Elapsed: r.now().Sub(start), Last: err}
-		}
-		wait = min(r.cap, uniform(r.base, 3*wait, r.random())) // decorrelated jitter
-		// Full jitter instead, the fewest writes under contention (2ⁿ⁻¹ in float64 cannot overflow):
-		// wait = uniform(0, time.Duration(min(float64(r.cap), float64(r.base)*math.Exp2(float64(n-1)))), r.random())
-		if r.deadline > 0 && r.now().Sub(start)+wait >= r.deadline {
-			return &retryError{Attempts: n, Elapsed: r.now().Sub(start), Last: err}
-		}
-		select {
-		case <-r.after(wait):
-		case <-ctx.Done():
-			return &retryError{Attempts: n, Elapsed: r.now().Sub(start), Last: err}
-		}
-	}
-}
-
-// uniform returns a duration in [a, b]: a at u = 0, b at u = 1.
-func uniform(a, b time.Duration, u float64) time.Duration { return a + time.Duration(u*float64(b-a)) }
-
-// retryError says that do gave up: out of attempts, out of time, or ctx is done.
-type retryError struct {
-	Attempts int           // calls of fn
-	Elapsed  time.Duration // from just before the first call until do gave up
-	Last     error         // the last error fn returned
-}
-
-func (e *retryError) Error() string { return fmt.Sprintf("retry: %d attempts: %v", e.Attempts, e.Last) }
-
-func (e *retryError) Unwrap() error { return e.Last }
-
-// END blank-screen
-
-// blankClock is fake time for the block: After records the wait, moves now by it and returns
+// fakeClock is fake time for the block: After records the wait, moves now by it and returns
 // a ready channel. Start it at time.Unix(0, 0), which has no monotonic reading.
-type blankClock struct {
+type fakeClock struct {
 	now   time.Time
 	waits []time.Duration
 	ends  []time.Duration // when each wait ended, from the start
 }
 
-func (c *blankClock) Now() time.Time { return c.now }
+func (c *fakeClock) Now() time.Time { return c.now }
 
-func (c *blankClock) After(d time.Duration) <-chan time.Time {
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	c.waits = append(c.waits, d)
 	c.now = c.now.Add(d)
 	c.ends = append(c.ends, c.now.Sub(time.Unix(0, 0)))
@@ -93,25 +32,28 @@ func (c *blankClock) After(d time.Duration) <-chan time.Time {
 	return ready
 }
 
-var errBlankFatal = errors.New("bad request")
+var errFatal = errors.New("bad request")
 
-func blankRetryable(err error) bool { return !errors.Is(err, errBlankFatal) }
+func isRetryable(err error) bool { return !errors.Is(err, errFatal) }
 
-// blankRetrier returns a retrier on fake time c with a seeded random.
-func blankRetrier(c *blankClock) retrier {
+// seqRand returns a seeded Rand, for one goroutine at a time.
+func seqRand(seed uint64) func() float64 { return rand.New(rand.NewPCG(seed, 0)).Float64 }
+
+// newRetrier returns a retrier on fake time c with a seeded random.
+func newRetrier(c *fakeClock) retrier {
 	return retrier{
 		attempts:  5,
 		base:      10 * time.Millisecond,
 		cap:       time.Second,
-		retryable: blankRetryable,
+		retryable: isRetryable,
 		now:       c.Now,
 		after:     c.After,
 		random:    seqRand(1),
 	}
 }
 
-// blankFn returns an fn that takes call on c, returns errs[i] on call i+1 and nil after.
-func blankFn(c *blankClock, call time.Duration, errs ...error) (fn func(context.Context) error, calls *int) {
+// fakeFn returns an fn that takes call on c, returns errs[i] on call i+1 and nil after.
+func fakeFn(c *fakeClock, call time.Duration, errs ...error) (fn func(context.Context) error, calls *int) {
 	calls = new(int)
 	fn = func(context.Context) error {
 		*calls++
@@ -124,8 +66,8 @@ func blankFn(c *blankClock, call time.Duration, errs ...error) (fn func(context.
 	return fn, calls
 }
 
-// blankErrs returns n distinct errors, one per call.
-func blankErrs(n int) []error {
+// callErrs returns n distinct errors, one per call.
+func callErrs(n int) []error {
 	errs := make([]error, n)
 	for i := range errs {
 		errs[i] = fmt.Errorf("connection refused (call %d)", i+1)
@@ -133,8 +75,8 @@ func blankErrs(n int) []error {
 	return errs
 }
 
-// blankGaveUp checks that err is a *retryError after attempts calls, reaching last, and returns it.
-func blankGaveUp(t *testing.T, err error, attempts int, last error) *retryError {
+// gaveUp checks that err is a *retryError after attempts calls, reaching last, and returns it.
+func gaveUp(t *testing.T, err error, attempts int, last error) *retryError {
 	t.Helper()
 	var re *retryError
 	if !errors.As(err, &re) {
@@ -152,11 +94,31 @@ func blankGaveUp(t *testing.T, err error, attempts int, last error) *retryError 
 	return re
 }
 
-func TestBlankFirstTry(t *testing.T) {
-	clock := &blankClock{now: time.Unix(0, 0)}
-	r := blankRetrier(clock)
+// decorrelatedJitter is the formula of retry.DecorrelatedJitter's doc,
+// min(maxDelay, base + u·(3·p − base)) where p = max(prev, base), summed in
+// float64 as the library does, written apart from the block so that the
+// module needs nothing but the standard library.
+func decorrelatedJitter(base, maxDelay, prev time.Duration, u float64) time.Duration {
+	p := max(prev, base)
+	return min(maxDelay, time.Duration(float64(base)+u*float64(3*p-base)))
+}
+
+// fullJitter is the formula of retry.FullJitter's doc, u·min(base·2ⁿ, maxDelay)
+// where n counts the retries made, with an integer shift where the block uses
+// math.Exp2.
+func fullJitter(n int, base, maxDelay time.Duration, u float64) time.Duration {
+	d := maxDelay
+	if n < 63 && base <= maxDelay>>n {
+		d = base << n
+	}
+	return time.Duration(u * float64(d))
+}
+
+func TestFirstTry(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	r := newRetrier(clock)
 	r.random = func() float64 { t.Error("do() drew a random number without a failure"); return 0 }
-	fn, calls := blankFn(clock, 0)
+	fn, calls := fakeFn(clock, 0)
 	if err := r.do(context.Background(), fn); err != nil {
 		t.Errorf("do() = %v; want nil", err)
 	}
@@ -165,11 +127,11 @@ func TestBlankFirstTry(t *testing.T) {
 	}
 }
 
-func TestBlankSuccessAfterFailures(t *testing.T) {
-	clock := &blankClock{now: time.Unix(0, 0)}
-	r := blankRetrier(clock)
+func TestSuccessAfterFailures(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	r := newRetrier(clock)
 	r.cap = 40 * time.Millisecond
-	fn, calls := blankFn(clock, time.Millisecond, blankErrs(3)...)
+	fn, calls := fakeFn(clock, time.Millisecond, callErrs(3)...)
 	if err := r.do(context.Background(), fn); err != nil {
 		t.Errorf("do() = %v; want nil", err)
 	}
@@ -186,11 +148,11 @@ func TestBlankSuccessAfterFailures(t *testing.T) {
 	}
 }
 
-func TestBlankNonRetryableShortCircuits(t *testing.T) {
-	clock := &blankClock{now: time.Unix(0, 0)}
-	fatal := fmt.Errorf("get /users/7: %w", errBlankFatal)
-	fn, calls := blankFn(clock, 0, fatal)
-	if err := blankRetrier(clock).do(context.Background(), fn); err != fatal {
+func TestNonRetryableShortCircuits(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	fatal := fmt.Errorf("get /users/7: %w", errFatal)
+	fn, calls := fakeFn(clock, 0, fatal)
+	if err := newRetrier(clock).do(context.Background(), fn); err != fatal {
 		t.Errorf("do() = %v (%T); want fn's own error, %v", err, err, fatal)
 	}
 	if *calls != 1 || len(clock.waits) != 0 {
@@ -198,13 +160,13 @@ func TestBlankNonRetryableShortCircuits(t *testing.T) {
 	}
 }
 
-func TestBlankExhaustionWrapsLastError(t *testing.T) {
-	clock := &blankClock{now: time.Unix(0, 0)}
-	r := blankRetrier(clock) // deadline 0: none
+func TestExhaustionWrapsLastError(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	r := newRetrier(clock) // deadline 0: none
 	r.attempts, r.cap = 3, r.base
-	errs := blankErrs(5)
-	fn, calls := blankFn(clock, 0, errs...)
-	re := blankGaveUp(t, r.do(context.Background(), fn), 3, errs[2])
+	errs := callErrs(5)
+	fn, calls := fakeFn(clock, 0, errs...)
+	re := gaveUp(t, r.do(context.Background(), fn), 3, errs[2])
 	if *calls != 3 {
 		t.Errorf("do() calls = %d; want 3", *calls)
 	}
@@ -217,7 +179,7 @@ func TestBlankExhaustionWrapsLastError(t *testing.T) {
 }
 
 // Calls of 100ms and waits of 1s end at 0.1s, 1.2s, 2.3s and 3.4s; the fourth wait would end at 4.4s.
-func TestBlankDeadlineRespected(t *testing.T) {
+func TestDeadlineRespected(t *testing.T) {
 	tests := []struct {
 		name      string
 		deadline  time.Duration
@@ -229,12 +191,12 @@ func TestBlankDeadlineRespected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := &blankClock{now: time.Unix(0, 0)}
-			r := blankRetrier(clock)
+			clock := &fakeClock{now: time.Unix(0, 0)}
+			r := newRetrier(clock)
 			r.attempts, r.base, r.cap, r.deadline = 10, time.Second, time.Second, tt.deadline
-			errs := blankErrs(10)
-			fn, calls := blankFn(clock, 100*time.Millisecond, errs...)
-			re := blankGaveUp(t, r.do(context.Background(), fn), tt.wantCalls, errs[tt.wantCalls-1])
+			errs := callErrs(10)
+			fn, calls := fakeFn(clock, 100*time.Millisecond, errs...)
+			re := gaveUp(t, r.do(context.Background(), fn), tt.wantCalls, errs[tt.wantCalls-1])
 			if *calls != tt.wantCalls {
 				t.Errorf("do() calls = %d; want %d", *calls, tt.wantCalls)
 			}
@@ -254,7 +216,7 @@ func TestBlankDeadlineRespected(t *testing.T) {
 }
 
 // The block's min(cap, uniform(base, 3·prev)), prev = base at first, gives DecorrelatedJitter's waits.
-func TestBlankDecorrelatedJitter(t *testing.T) {
+func TestDecorrelatedJitter(t *testing.T) {
 	const base, maxWait = 10 * time.Millisecond, 100 * time.Millisecond
 	tests := []struct {
 		u    float64
@@ -265,18 +227,18 @@ func TestBlankDecorrelatedJitter(t *testing.T) {
 		{1, []time.Duration{30 * time.Millisecond, 90 * time.Millisecond, maxWait, maxWait}},
 	}
 	for _, tt := range tests {
-		clock := &blankClock{now: time.Unix(0, 0)}
-		r := blankRetrier(clock)
+		clock := &fakeClock{now: time.Unix(0, 0)}
+		r := newRetrier(clock)
 		r.base, r.cap, r.random = base, maxWait, func() float64 { return tt.u }
-		fn, _ := blankFn(clock, 0, blankErrs(5)...)
+		fn, _ := fakeFn(clock, 0, callErrs(5)...)
 		r.do(context.Background(), fn)
 		if !slices.Equal(clock.waits, tt.want) {
 			t.Errorf("do() waits at u = %v: %v; want %v", tt.u, clock.waits, tt.want)
 		}
 		prev := base
 		for i, got := range clock.waits {
-			if want := DecorrelatedJitter(i, base, maxWait, prev, tt.u); got != want {
-				t.Errorf("do() wait %d at u = %v: %v; DecorrelatedJitter gives %v", i+1, tt.u, got, want)
+			if want := decorrelatedJitter(base, maxWait, prev, tt.u); got != want {
+				t.Errorf("do() wait %d at u = %v: %v; DecorrelatedJitter's formula gives %v", i+1, tt.u, got, want)
 			}
 			prev = got
 		}
@@ -285,7 +247,7 @@ func TestBlankDecorrelatedJitter(t *testing.T) {
 
 // The block's full-jitter comment, u·min(cap, base·2ⁿ⁻¹) after call n, does not overflow and
 // gives FullJitter's waits (whose n counts retries).
-func TestBlankFullJitter(t *testing.T) {
+func TestFullJitter(t *testing.T) {
 	const base, maxWait = 10 * time.Millisecond, 100 * time.Millisecond
 	tests := []struct {
 		u    float64
@@ -302,28 +264,28 @@ func TestBlankFullJitter(t *testing.T) {
 			if got != tt.want[i] {
 				t.Errorf("full jitter after call %d at u = %v: %v; want %v", n, tt.u, got, tt.want[i])
 			}
-			if want := FullJitter(n-1, base, maxWait, 0, tt.u); got != want {
-				t.Errorf("full jitter after call %d at u = %v: %v; FullJitter gives %v", n, tt.u, got, want)
+			if want := fullJitter(n-1, base, maxWait, tt.u); got != want {
+				t.Errorf("full jitter after call %d at u = %v: %v; FullJitter's formula gives %v", n, tt.u, got, want)
 			}
 		}
 	}
 }
 
 // On the production time.Now, time.After and rand.Float64, a wait of an hour ends when ctx
-// does, 20ms in, and no call follows.
-func TestBlankDoneCtxEndsTheWait(t *testing.T) {
+// does, 20ms in, and no call follows. The wait is an hour whatever rand.Float64 draws.
+func TestDoneCtxEndsTheWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	r := retrier{
 		attempts: 5, base: time.Hour, cap: time.Hour,
-		retryable: blankRetryable, now: time.Now, after: time.After, random: rand.Float64,
+		retryable: isRetryable, now: time.Now, after: time.After, random: rand.Float64,
 	}
 	last := errors.New("connection refused")
-	fn, calls := blankFn(&blankClock{}, 0, last, last)
+	fn, calls := fakeFn(&fakeClock{}, 0, last, last)
 	begin := time.Now()
 	err := r.do(ctx, fn)
 	took := time.Since(begin)
-	re := blankGaveUp(t, err, 1, last)
+	re := gaveUp(t, err, 1, last)
 	if *calls != 1 {
 		t.Errorf("do() calls = %d; want 1", *calls)
 	}
@@ -336,15 +298,15 @@ func TestBlankDoneCtxEndsTheWait(t *testing.T) {
 }
 
 // A ctx that ends during a call ends the retries before the wait, whatever the wait.
-func TestBlankCtxDoneDuringCall(t *testing.T) {
+func TestCtxDoneDuringCall(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	clock := &blankClock{now: time.Unix(0, 0)}
-	r := blankRetrier(clock)
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	r := newRetrier(clock)
 	r.after = func(time.Duration) <-chan time.Time { return nil } // a wait that never ends
 	last := errors.New("connection refused")
-	fn, calls := blankFn(clock, 0, last, last)
+	fn, calls := fakeFn(clock, 0, last, last)
 	err := r.do(ctx, func(ctx context.Context) error { cancel(); return fn(ctx) }) // the caller gives up during the call
-	blankGaveUp(t, err, 1, last)
+	gaveUp(t, err, 1, last)
 	if *calls != 1 {
 		t.Errorf("do() calls = %d; want 1", *calls)
 	}

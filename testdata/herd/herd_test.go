@@ -1,4 +1,4 @@
-package retry
+package herd
 
 import (
 	"container/heap"
@@ -11,25 +11,50 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quietwire/retry"
 )
 
 // Simulations on virtual time of what jitter and a Budget do for the
-// downstream, with this package's own jitter functions, Budget and Do.
-// Each is seeded and deterministic; `go test -run TestHerd -v` prints the
-// figures that README.md quotes, and more.
+// downstream, with package retry's own jitter functions, Budget and Do,
+// through its exported API only. Each is seeded and deterministic;
+// `go test -run TestHerd -v .` in this folder prints the figures that the
+// repository's README.md quotes, and more.
+
+// fakeTime is a Clock and a Sleeper for one goroutine: Sleep moves Now by
+// the wait at once. Its zero value starts at the zero time.
+type fakeTime struct{ now time.Time }
+
+func (f *fakeTime) Now() time.Time { return f.now }
+
+func (f *fakeTime) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f.now = f.now.Add(d)
+	return nil
+}
+
+// with returns p running on f's time.
+func (f *fakeTime) with(p retry.Policy) retry.Policy {
+	p.Clock, p.Sleeper = f, f
+	return p
+}
+
+var errBoom = errors.New("boom")
 
 // schedule is a way to wait between attempts; a nil Jitter retries at once.
 type schedule struct {
 	name string
-	f    Jitter
+	f    retry.Jitter
 }
 
 var schedules = []schedule{
 	{"no backoff", nil},
-	{"exponential, no jitter", NoJitter},
-	{"full jitter", FullJitter},
-	{"equal jitter", EqualJitter},
-	{"decorrelated jitter", DecorrelatedJitter},
+	{"exponential, no jitter", retry.NoJitter},
+	{"full jitter", retry.FullJitter},
+	{"equal jitter", retry.EqualJitter},
+	{"decorrelated jitter", retry.DecorrelatedJitter},
 }
 
 // backoff is one client's retry state.
@@ -255,10 +280,10 @@ func simulateSharedTimeout(seed uint64) (perTick map[int]int, last []int) {
 	perTick = map[int]int{}
 	for i := range clients {
 		ft := &fakeTime{}
-		p := ft.with(Policy{MaxAttempts: 100, MaxDelay: time.Second, Timeout: 5 * time.Second})
+		p := ft.with(retry.Policy{MaxAttempts: 100, MaxDelay: time.Second, Timeout: 5 * time.Second})
 		p.Rand = rand.New(rand.NewPCG(seed, uint64(i))).Float64
 		var at int
-		Do(context.Background(), func(context.Context) error {
+		retry.Do(context.Background(), func(context.Context) error {
 			at = int(ft.Now().Sub(time.Time{}) / time.Millisecond)
 			perTick[at]++
 			return errBoom
@@ -295,16 +320,16 @@ func (a amplificationResult) ratio() float64 { return float64(a.attempts) / floa
 // simulateAmplification sends 100 new requests a tick for 5,000 ticks,
 // each through Do with MaxAttempts 3 on a fake clock, against a service
 // where each attempt fails with probability failRate.
-func simulateAmplification(failRate float64, budget *Budget, seed uint64) amplificationResult {
+func simulateAmplification(failRate float64, budget *retry.Budget, seed uint64) amplificationResult {
 	const perTick, ticks = 100, 5000
 	r := rand.New(rand.NewPCG(seed, 3))
 	var res amplificationResult
-	p := Policy{
+	p := retry.Policy{
 		MaxAttempts: 3,
 		Budget:      budget,
 		Rand:        r.Float64,
-		Sleeper:     SleeperFunc(func(context.Context, time.Duration) error { return nil }),
-		Clock:       ClockFunc(func() time.Time { return time.Time{} }),
+		Sleeper:     retry.SleeperFunc(func(context.Context, time.Duration) error { return nil }),
+		Clock:       retry.ClockFunc(func() time.Time { return time.Time{} }),
 	}
 	fn := func(context.Context) error {
 		res.attempts++
@@ -315,7 +340,7 @@ func simulateAmplification(failRate float64, budget *Budget, seed uint64) amplif
 	}
 	for range perTick * ticks {
 		res.requests++
-		if Do(context.Background(), fn, p) == nil {
+		if retry.Do(context.Background(), fn, p) == nil {
 			res.succeeded++
 		}
 	}
@@ -343,10 +368,10 @@ func testAmplification(t *testing.T) {
 		{0.05, false, 1.05, 1.06, 99.7},
 		{0.05, true, 1.05, 1.06, 99.7},
 	} {
-		var b *Budget
+		var b *retry.Budget
 		name := "none"
 		if tt.budget {
-			b, name = NewBudget(0.1, 10), "0.1, 10"
+			b, name = retry.NewBudget(0.1, 10), "0.1, 10"
 		}
 		res := simulateAmplification(tt.failRate, b, 1)
 		pct := 100 * float64(res.succeeded) / float64(res.requests)
@@ -357,7 +382,7 @@ func testAmplification(t *testing.T) {
 		}
 	}
 	// at a 5% failure rate the budget never denies a retry: same seed, same run
-	if with, without := simulateAmplification(0.05, NewBudget(0.1, 10), 1), simulateAmplification(0.05, nil, 1); with != without {
+	if with, without := simulateAmplification(0.05, retry.NewBudget(0.1, 10), 1), simulateAmplification(0.05, nil, 1); with != without {
 		t.Errorf("at 5%% failures, with a budget = %+v; want %+v, the run without one", with, without)
 	}
 }
@@ -406,13 +431,13 @@ func (q *events) Pop() any {
 // requestPath is the Policy that README.md recommends for a call made while
 // a caller waits: few attempts, an answer within 2s, and a first retry
 // 200ms to 600ms after the failure.
-var requestPath = Policy{MaxAttempts: 4, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second, Timeout: 2 * time.Second}
+var requestPath = retry.Policy{MaxAttempts: 4, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second, Timeout: 2 * time.Second}
 
 // background returns the Policy that README.md recommends for work that
 // no caller waits for, sized for an outage: waits from 1s up to maxDelay,
 // and enough attempts that the Timeout, not their number, ends the retries.
-func background(maxDelay, timeout time.Duration) Policy {
-	return Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: maxDelay, Timeout: timeout}
+func background(maxDelay, timeout time.Duration) retry.Policy {
+	return retry.Policy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: maxDelay, Timeout: timeout}
 }
 
 // testPolicies: a fleet rides out an outage when its Timeout exceeds the
@@ -425,22 +450,22 @@ func testPolicies(t *testing.T) {
 	printf("\nPolicies: 1,000 clients in Do fail together at t=0; the server rejects all until the outage ends, then serves 20 a tick (1 tick = 1ms)\n")
 	printf("%-7s %-29s %7s %16s %13s %10s\n", "outage", "policy", "served", "attempts/client", "busiest tick", "last done")
 	withBudget := background(5*s, 15*s)
-	withBudget.Budget = NewBudget(0.1, 10) // one Budget for the whole fleet
-	results := map[string]fleetResult{}    // by outage and policy
+	withBudget.Budget = retry.NewBudget(0.1, 10) // one Budget for the whole fleet
+	results := map[string]fleetResult{}          // by outage and policy
 	for _, tt := range []struct {
 		outage         time.Duration
 		name           string
-		p              Policy
+		p              retry.Policy
 		minPct, maxPct float64 // bounds on the share of clients served
 		herd           bool    // whether the busiest tick after tick 0 is over capacity
 	}{
-		{500 * ms, "zero Policy", Policy{}, 99, 100, false},
+		{500 * ms, "zero Policy", retry.Policy{}, 99, 100, false},
 		{500 * ms, "request path", requestPath, 99, 100, false},
 		{500 * ms, "background(3s, 5s)", background(3*s, 5*s), 99, 100, false},
-		{5 * s, "zero Policy", Policy{}, 1, 10, false},
+		{5 * s, "zero Policy", retry.Policy{}, 1, 10, false},
 		{5 * s, "request path", requestPath, 0, 0, false},
 		{5 * s, "background(5s, 15s)", background(5*s, 15*s), 99, 100, false},
-		{30 * s, "zero Policy", Policy{}, 0, 0, false},
+		{30 * s, "zero Policy", retry.Policy{}, 0, 0, false},
 		{30 * s, "request path", requestPath, 0, 0, false},
 		{30 * s, "background(10s, 1m)", background(10*s, time.Minute), 99, 100, false},
 		{5 * s, "background(2s, 15s)", background(2*s, 15*s), 90, 99, true}, // MaxDelay under 3×BaseDelay
@@ -457,7 +482,7 @@ func testPolicies(t *testing.T) {
 		results[fmt.Sprint(tt.outage, " ", tt.name)] = res
 	}
 	// The same seed, the same run: one goroutine at a time, woken in a fixed order.
-	if a, b := runFleet(Policy{}, 5*s, 1), runFleet(Policy{}, 5*s, 1); !slices.Equal(a.done, b.done) || a.attempts != b.attempts {
+	if a, b := runFleet(retry.Policy{}, 5*s, 1), runFleet(retry.Policy{}, 5*s, 1); !slices.Equal(a.done, b.done) || a.attempts != b.attempts {
 		t.Errorf("zero Policy, 5s outage, seed 1, run twice: %d attempts, then %d; want the same run", a.attempts, b.attempts)
 	}
 
@@ -502,7 +527,7 @@ type fleetResult struct {
 // waits until it sleeps again or its Do returns: one goroutine runs at a
 // time, handing over through channels, so the run needs no lock, and each
 // seed gives the same figures.
-func runFleet(p Policy, outage time.Duration, seed uint64) fleetResult {
+func runFleet(p retry.Policy, outage time.Duration, seed uint64) fleetResult {
 	const tick = time.Millisecond
 	var (
 		res     = fleetResult{done: make([]time.Duration, fleetSize)}
@@ -521,11 +546,11 @@ func runFleet(p Policy, outage time.Duration, seed uint64) fleetResult {
 		return nil
 	}
 	epoch := time.Unix(0, 0)
-	p.Clock = ClockFunc(func() time.Time { return epoch.Add(now) })
+	p.Clock = retry.ClockFunc(func() time.Time { return epoch.Add(now) })
 	for i := range fleetSize {
 		p := p
 		p.Rand = rand.New(rand.NewPCG(seed, uint64(i))).Float64
-		p.Sleeper = SleeperFunc(func(_ context.Context, d time.Duration) error {
+		p.Sleeper = retry.SleeperFunc(func(_ context.Context, d time.Duration) error {
 			q.add(now+d, i, wakes)
 			yield <- struct{}{}
 			<-wake[i]
@@ -535,11 +560,11 @@ func runFleet(p Policy, outage time.Duration, seed uint64) fleetResult {
 		q.add(0, i, wakes)
 		go func() {
 			<-wake[i]
-			err := Do(context.Background(), fn, p)
+			err := retry.Do(context.Background(), fn, p)
 			if err == nil {
 				res.served++
 			}
-			if errors.Is(err, ErrBudgetExhausted) {
+			if errors.Is(err, retry.ErrBudgetExhausted) {
 				res.refused++
 			}
 			res.done[i] = now

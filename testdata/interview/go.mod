@@ -1,0 +1,3 @@
+module github.com/quietwire/retry/testdata/interview
+
+go 1.22
