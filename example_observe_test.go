@@ -5,9 +5,13 @@ import (
 	"errors"
 	"expvar"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
+	"slices"
 	"strconv"
+	"testing"
 	"time"
 
 	"github.com/quietwire/retry"
@@ -181,4 +185,22 @@ func ExamplePolicy_onDone() {
 	// {"0": 1, "1": 2, "3": 2}
 	// {"le_100ms": 3, "le_1s": 2}
 	// retries: 4
+}
+
+// The README's observability recipe, as written, makes no allocation for
+// a call that succeeds.
+func TestObserveRecipeAllocatesNothingOnSuccess(t *testing.T) {
+	if info, _ := debug.ReadBuildInfo(); info != nil && slices.Contains(info.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
+		t.Skip("the race detector allocates on its own")
+	}
+	m := newCallSite()
+	p := instrument(retry.Policy{}, m, slog.New(requestIDHandler{slog.NewTextHandler(io.Discard, nil)}))
+	ctx := withRequestID(context.Background(), "r1")
+	succeed := func(context.Context) error { return nil }
+	if got := testing.AllocsPerRun(100, func() { retry.Do(ctx, succeed, p) }); got != 0 {
+		t.Errorf("Do() with the recipe's hooks, success: allocations = %v; want 0", got)
+	}
+	if got, want := m.outcomes.Get("success_first_try").String(), "101"; got != want {
+		t.Errorf(`outcomes["success_first_try"] = %s; want %s`, got, want)
+	}
 }

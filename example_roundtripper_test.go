@@ -7,10 +7,15 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/quietwire/retry"
@@ -208,4 +213,245 @@ func Example_roundTripper() {
 	//   attempt 2: 503 Service Unavailable; retrying in 1s
 	// server: GET /down ""
 	//   = 503 Service Unavailable "busy\n"
+}
+
+// TestRoundTripper checks the rows of the README's table after the first,
+// and that retryTransport drains a short response that it retries, so
+// that one connection serves every attempt.
+func TestRoundTripper(t *testing.T) {
+	var conns, resets atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/reset" && resets.Add(1) > 2 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close() // a network error, after two 503s
+			return
+		}
+		if r.URL.Path == "/hang" { // a 503 whose body never ends
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, strings.Repeat("busy ", 1000), http.StatusServiceUnavailable)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	untilDone := retry.SleeperFunc(func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() })
+	for _, tt := range []struct {
+		name, path string
+		ctx        string // "": Background; "timeout": 250ms; "done": cancelled at once; "cancel": by OnRetry
+		p          retry.Policy
+		want       string // RoundTrip's error, or the response and what reading its body gave
+		conns      int32  // if not 0
+		unsent     bool   // RoundTrip must close the request's body, which it does not send
+	}{
+		{"drains what it retries", "/", "", retry.Policy{MaxAttempts: 4}, "503, 5001 bytes, <nil>", 1, false},
+		{"the last attempt's error", "/reset", "", retry.Policy{MaxAttempts: 3}, "max attempts reached after 3", 0, false},
+		{"request ctx cancelled", "/", "cancel", retry.Policy{}, "canceled after 1", 0, false},
+		{"next wait past ctx's deadline", "/hang", "timeout", retry.Policy{BaseDelay: time.Hour}, "503, 0 bytes, context deadline exceeded", 0, false},
+		{"ctx's timer ends the wait", "/hang", "timeout", retry.Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Sleeper: untilDone},
+			"503, 0 bytes, context deadline exceeded", 0, false},
+		{"AttemptTimeout set", "/", "", retry.Policy{AttemptTimeout: time.Second}, "retryTransport: Policy.AttemptTimeout and Timeout must be 0", 0, true},
+		{"invalid Policy", "/", "", retry.Policy{MaxAttempts: -1}, "retry: invalid policy", 0, true},
+		{"ctx done", "/", "done", retry.Policy{}, "canceled after 0", 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			switch tt.ctx {
+			case "timeout":
+				ctx, cancel = context.WithTimeout(ctx, 250*time.Millisecond)
+				defer cancel()
+			case "done":
+				cancel()
+			case "cancel":
+				tt.p.OnRetry = func(context.Context, int, error, time.Duration) { cancel() }
+			}
+			body := &bodyRecorder{Reader: strings.NewReader("x")}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+tt.path, body)
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
+			if tt.p.Sleeper == nil {
+				tt.p.Sleeper = noWait
+			}
+			conns.Store(0)
+			resp, err := (&retryTransport{Base: srv.Client().Transport, Policy: tt.p}).RoundTrip(req)
+			var re *retry.RetryExhausted
+			got := fmt.Sprint(err)
+			switch {
+			case errors.As(err, &re):
+				got = fmt.Sprintf("%v after %d", re.Reason, re.Attempts)
+			case err == nil:
+				if tt.ctx == "timeout" {
+					<-ctx.Done()
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got = fmt.Sprintf("%d, %d bytes, %v", resp.StatusCode, len(b), err)
+			}
+			if !strings.HasPrefix(got, tt.want) || tt.unsent && !body.closed {
+				t.Errorf("RoundTrip() = %q, body closed %v; want %q, and closed if unsent", got, body.closed, tt.want)
+			}
+			if n := conns.Load(); tt.conns != 0 && n != tt.conns {
+				t.Errorf("RoundTrip() used %d connections; want %d", n, tt.conns)
+			}
+		})
+	}
+}
+
+// TestRoundTripperReplay: with MaxAttempts 1, net/http's Transport still
+// sends a GET, or a POST with an Idempotency-Key, a second time when the
+// reused connection breaks after the server read the request; a POST
+// without the key reaches the server once, as retryTransport's doc says.
+func TestRoundTripperReplay(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/break" && hits.Add(1) == 1 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close() // the server has the request; the client gets no answer
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	for _, tt := range []struct {
+		name, method, key string
+		hits              int32
+		want              string // the response's status, or "error"
+	}{
+		{"GET", http.MethodGet, "", 2, "200 OK"},
+		{"POST with an Idempotency-Key", http.MethodPost, "order-7", 2, "200 OK"},
+		{"POST", http.MethodPost, "", 1, "error"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: &retryTransport{Base: tr, Policy: retry.Policy{MaxAttempts: 1}}}
+			resp, err := client.Get(srv.URL + "/warm") // leaves an idle connection for the next request
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+
+			hits.Store(0)
+			var body io.Reader = http.NoBody
+			if tt.method == http.MethodPost {
+				body = strings.NewReader("order 7") // GetBody can rebuild it
+			}
+			req, _ := http.NewRequest(tt.method, srv.URL+"/break", body)
+			if tt.key != "" {
+				req.Header.Set("Idempotency-Key", tt.key)
+			}
+			got := "error"
+			if resp, err := client.Do(req); err == nil {
+				got = resp.Status
+				resp.Body.Close()
+			}
+			if got != tt.want || hits.Load() != tt.hits {
+				t.Errorf("%s with MaxAttempts 1: %s, %d requests reached the server; want %s, %d", tt.method, got, hits.Load(), tt.want, tt.hits)
+			}
+		})
+	}
+}
+
+// result is body, or err's message.
+func result(body []byte, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return string(body)
+}
+
+// openBodies is a RoundTripper that counts the response bodies it hands out
+// and have not been closed.
+type openBodies struct {
+	base http.RoundTripper
+	open atomic.Int32
+}
+
+func (o *openBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := o.base.RoundTrip(req)
+	if err == nil {
+		o.open.Add(1)
+		resp.Body = &onClose{ReadCloser: resp.Body, close: func() { o.open.Add(-1) }}
+	}
+	return resp, err
+}
+
+// onClose calls close once, when the body is first closed.
+type onClose struct {
+	io.ReadCloser
+	close func()
+	once  sync.Once
+}
+
+func (c *onClose) Close() error { c.once.Do(c.close); return c.ReadCloser.Close() }
+
+// TestReverseProxyRetries: an httputil.ReverseProxy whose Transport is
+// retryTransport, in front of a backend that fails twice, sends a 1 MiB PUT
+// again, whole, once replayable has set its GetBody; a POST without an
+// Idempotency-Key, once; and leaves no response body open.
+func TestReverseProxyRetries(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	var mu sync.Mutex
+	var got [][]byte // what the backend read, request by request
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, b)
+		n := len(got)
+		mu.Unlock()
+		if n%3 != 0 { // fails twice, then succeeds
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "stored")
+	}))
+	defer backend.Close()
+	target, _ := url.Parse(backend.URL)
+	transport := &openBodies{base: backend.Client().Transport}
+	proxy := &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		Transport: &retryTransport{Base: transport, Policy: retry.Policy{Sleeper: noWait}},
+	}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		replayable(r, 2<<20)
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	for _, tt := range []struct {
+		method   string
+		status   int
+		requests int
+	}{
+		{http.MethodPut, http.StatusOK, 3},
+		{http.MethodPost, http.StatusServiceUnavailable, 1},
+	} {
+		got = nil
+		req, _ := http.NewRequest(tt.method, front.URL+"/object", io.MultiReader(bytes.NewReader(body))) // no GetBody
+		resp, err := front.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		mu.Lock()
+		intact := len(got) > 0 && bytes.Equal(got[len(got)-1], body)
+		if resp.StatusCode != tt.status || len(got) != tt.requests || !intact {
+			t.Errorf("%s through the proxy: %d after %d requests, the last body intact %v; want %d after %d, intact",
+				tt.method, resp.StatusCode, len(got), intact, tt.status, tt.requests)
+		}
+		mu.Unlock()
+	}
+	front.Close() // waits for the proxy's handlers to return
+	if n := transport.open.Load(); n != 0 {
+		t.Errorf("response bodies left open: %d; want 0", n)
+	}
 }

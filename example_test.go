@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/quietwire/retry"
@@ -551,4 +554,126 @@ func Example_attemptTimeout() {
 	// Output:
 	// attempt 1: Get "$URL": context deadline exceeded; retrying
 	// hello <nil>
+}
+
+// TestGetFailsFast: a URL without a scheme or a host, and a server whose
+// certificate the client does not trust, fail after one attempt, with no
+// request served.
+func TestGetFailsFast(t *testing.T) {
+	var served atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served.Add(1) }))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes that the client breaks off
+	srv.StartTLS()
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "https://")
+	for _, url := range []string{"//" + host + "/x", "https:///x", host + "/x", srv.URL + "/x"} {
+		attempts := 0
+		p := retry.Policy{Sleeper: noWait, OnDone: func(_ context.Context, n int, _ time.Duration, _ error) { attempts = n }}
+		_, err := getBody(context.Background(), &http.Client{}, url, p) // a client that does not trust srv
+		if _, isRE := err.(*retry.RetryExhausted); isRE || err == nil || attempts != 1 || served.Load() != 0 {
+			t.Errorf("getBody(%q) = %v after %d attempts, %d requests served; want fn's error after 1, 0 served",
+				url, err, attempts, served.Load())
+		}
+	}
+}
+
+// TestHTTPReadsAtMostMaxDrain: each client reads at most maxDrain bytes of
+// an 8 MiB body that it retries or refuses, and closes it; it reads a 2xx
+// body whole, and the transport leaves the response it returns unread.
+func TestHTTPReadsAtMostMaxDrain(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 8<<20)
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/missing":
+			w.WriteHeader(http.StatusNotFound)
+		case r.URL.Path == "/down" || hits.Add(1) <= 2:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			fmt.Fprint(w, "ok")
+			return
+		}
+		w.Write(big)
+	}))
+	defer srv.Close()
+	p := retry.Policy{MaxAttempts: 3, Sleeper: noWait}
+	get := func(c *http.Client, url string) string { return result(getBody(context.Background(), c, url, p)) }
+	post := func(c *http.Client, url string) string {
+		return result(postOrder(context.Background(), c, url, "k", []byte("order"), p))
+	}
+	transport := func(c *http.Client, url string) string {
+		c.Transport = &retryTransport{Base: c.Transport, Policy: p}
+		resp, err := c.Get(url)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%s, %d bytes, %v", resp.Status, len(body), err)
+	}
+	for _, tt := range []struct {
+		name, path string
+		call       func(c *http.Client, url string) string
+		want       string
+		reads      []int // of each response's body
+	}{
+		{"getBody", "/", get, "ok", []int{maxDrain, maxDrain, 2}},
+		{"getBody/refused", "/missing", get, "404 Not Found", []int{maxDrain}},
+		{"postOrder", "/", post, "ok", []int{maxDrain, maxDrain, 2}},
+		{"retryTransport", "/", transport, "200 OK, 2 bytes, <nil>", []int{maxDrain, maxDrain, 2}},
+		{"retryTransport/gave up", "/down", transport, "503 Service Unavailable, 8388608 bytes, <nil>", []int{maxDrain, maxDrain, 8 << 20}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hits.Store(0)
+			var bodies []*bodyRecorder
+			c := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := srv.Client().Transport.RoundTrip(r)
+				if err == nil {
+					bodies = append(bodies, &bodyRecorder{Reader: resp.Body})
+					resp.Body = bodies[len(bodies)-1]
+				}
+				return resp, err
+			})}
+			if got := tt.call(c, srv.URL+tt.path); got != tt.want {
+				t.Errorf("got %q; want %q", got, tt.want)
+			}
+			var reads []int
+			for i, b := range bodies {
+				reads = append(reads, b.read)
+				if !b.closed {
+					t.Errorf("response %d: body not closed", i+1)
+				}
+			}
+			if !slices.Equal(reads, tt.reads) {
+				t.Errorf("bytes read of each body: %v; want %v", reads, tt.reads)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// bodyRecorder is a body that counts the bytes read from it and records
+// whether it was closed.
+type bodyRecorder struct {
+	io.Reader
+	read   int
+	closed bool
+}
+
+func (b *bodyRecorder) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	b.read += n
+	return n, err
+}
+
+func (b *bodyRecorder) Close() error {
+	b.closed = true
+	if c, ok := b.Reader.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"go/build"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -281,4 +283,62 @@ func TestNoNetHTTP(t *testing.T) {
 	if slices.Contains(bp.Imports, "net/http") {
 		t.Errorf("the package's imports = %v; want no net/http", bp.Imports)
 	}
+}
+
+// FuzzParseRetryAfter checks ParseRetryAfter on arbitrary values and
+// instants now (from 1677 to 2262): no panic; d never negative, and 0 when
+// ok is false; a value of digits in OWS is that many seconds, saturated at
+// the longest Duration; any other value, OWS trimmed, is accepted exactly
+// when http.ParseTime accepts it, with d from now to its instant, except
+// for an RFC 850 date in a zone other than GMT, which ParseRetryAfter
+// rejects whatever the machine's zone.
+func FuzzParseRetryAfter(f *testing.F) {
+	now := time.Date(1994, time.November, 6, 8, 49, 37, 0, time.UTC).UnixNano()
+	for _, v := range []string{
+		"120", " \t0\t ", "9223372036", "9223372037", "18446744073709551616", "-1", "+1", "", "\t",
+		"Sun, 06 Nov 1994 08:51:37 GMT", "sun, 06 NOV 1994 8:51:37.5 GMT", "Sun,  06 Nov 1994 08:51:37 GMT\n",
+		"Thu, 31 Dec 1998 23:59:60 GMT", "Thu, 31 Nov 1994 08:49:37 GMT",
+		"Sunday, 06-Nov-94 08:49:38 GMT", "Sunday, 06-Nov-94 08:49:38 UTC", "Sunday, 06-Nov-94 08:49:38 GMT+1",
+		"Sun Nov  6 08:50:37 1994", "Sun Nov 6 08:50:37 1994 GMT",
+	} {
+		f.Add(v, now)
+	}
+	f.Add("Fri, 31 Dec 9999 23:59:59 GMT", int64(math.MinInt64))
+	f.Add("Mon, 01 Jan 0001 00:00:00 GMT", int64(math.MaxInt64))
+	f.Fuzz(func(t *testing.T, value string, nowNanos int64) {
+		now := time.Unix(0, nowNanos).UTC()
+		d, ok := ParseRetryAfter(value, now)
+		switch {
+		case d < 0:
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v, %v; want d >= 0", value, now, d, ok)
+		case !ok && d != 0:
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v, false; want d 0 when ok is false", value, now, d)
+		}
+		var want time.Duration
+		v := strings.Trim(value, " \t")
+		if v != "" && strings.Trim(v, "0123456789") == "" { // delay-seconds
+			n, _ := new(big.Int).SetString(v, 10)
+			want = math.MaxInt64
+			if n.Mul(n, big.NewInt(int64(time.Second))).IsInt64() {
+				want = time.Duration(n.Int64())
+			}
+			if d != want || !ok {
+				t.Fatalf("ParseRetryAfter(%q, %v) = %v, %v; want %v, true", value, now, d, ok, want)
+			}
+			return
+		}
+		at, err := http.ParseTime(v)
+		if _, err850 := time.Parse(time.RFC850, v); err850 == nil && !strings.HasSuffix(v, " GMT") {
+			if ok {
+				t.Fatalf("ParseRetryAfter(%q, %v) = %v, true; want false for an RFC 850 date outside GMT", value, now, d)
+			}
+			return // http.ParseTime reads the zone with the machine's
+		}
+		if err == nil {
+			want = max(at.Sub(now), 0)
+		}
+		if d != want || ok != (err == nil) {
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v, %v; want %v, %v, as http.ParseTime(%q) = %v, %v", value, now, d, ok, want, err == nil, v, at, err)
+		}
+	})
 }

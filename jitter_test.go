@@ -379,3 +379,31 @@ func BenchmarkJitter(b *testing.B) {
 		})
 	}
 }
+
+// FuzzJitter checks every jitter function over arbitrary arguments: no
+// panic; with base and maxDelay clamped as the Jitter doc says, the wait is in
+// [0, maxDelay] (and at least base for DecorrelatedJitter); out of range, the
+// wait is exactly that at the clamped arguments; and it is the value of
+// the documented formula, which checkJitterSpec computes with math/big
+// and not with the package's helpers.
+func FuzzJitter(f *testing.F) {
+	f.Add(0, int64(time.Millisecond), int64(time.Second), int64(0), 0.5)
+	f.Add(62, int64(1), int64(math.MaxInt64), int64(math.MaxInt64), 0.999)
+	f.Add(math.MaxInt, int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MaxInt64/3+1), 1.0)
+	f.Add(-1, int64(-5), int64(-1), int64(math.MinInt64), math.NaN())
+	f.Add(3, int64(time.Hour), int64(time.Second), int64(time.Minute), math.Inf(1))
+	f.Add(1, int64(100), int64(1000), int64(-100), math.Inf(-1))
+	f.Add(1, int64(1), int64(3), int64(0), 0.0)
+	f.Add(1, int64(math.MaxInt64/2), int64(math.MaxInt64), int64(math.MaxInt64/3), 1.0)
+	f.Fuzz(func(t *testing.T, n int, b, m, p int64, u float64) {
+		base, maxDelay, prev := time.Duration(b), time.Duration(m), time.Duration(p)
+		cn, cbase, cmaxDelay, cprev, cu := specArgs(n, base, maxDelay, prev, u)
+		for _, j := range jitters {
+			got := checkJitterBounds(t, j.name, j.f, n, base, maxDelay, prev, u)
+			if want := j.f(cn, cbase, cmaxDelay, cprev, cu); got != want {
+				t.Fatalf("%s(%d, %d, %d, %d, %v) = %d; want %d, its value at the clamped arguments", j.name, n, base, maxDelay, prev, u, got, want)
+			}
+			checkJitterSpec(t, j.name, n, base, maxDelay, prev, u, got)
+		}
+	})
+}
