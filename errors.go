@@ -30,10 +30,12 @@ type RetryExhausted struct {
 
 // Error returns one line that starts with "retry: ", names the attempts
 // and the elapsed time (or says that fn was never called), the Reason and,
-// if Do made e, what stopped it, and ends with the last error. Line breaks
-// in the errors' messages become "; ", and other control characters but
-// tab, and bytes that are not UTF-8, are escaped as Go escapes them
-// (\x1b), so that a terminal shows the line as it is.
+// if Do made e, what stopped it, and ends with the last error. Durations
+// read to three significant digits below a minute and to the second from
+// a minute up, but exactly where rounding would make a wait read as its
+// limit. Line breaks in the errors' messages become "; ", and other
+// control characters but tab, and bytes that are not UTF-8, are escaped
+// as Go escapes them (\x1b), so that a terminal shows the line as it is.
 func (e *RetryExhausted) Error() string {
 	s := "retry: gave up before the first attempt"
 	if e.Attempts > 0 {
