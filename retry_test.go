@@ -614,57 +614,6 @@ func TestTimeLeftAtTheEdge(t *testing.T) {
 	}
 }
 
-// fn is never called after a deadline, however late OnRetry or the Sleeper makes the next
-// attempt; the token of the retry that did not happen is given back.
-func TestNoCallAfterADeadline(t *testing.T) {
-	tests := []struct {
-		name       string
-		p          Policy
-		ctxTimeout time.Duration
-		onRetry    time.Duration // fake time OnRetry takes
-		late       time.Duration // how late the Sleeper returns
-		calls      []time.Duration
-		limit      string // the deadline named in the message
-	}{
-		// 300ms waits: OnRetry ends the first at 600ms, the second at 1.2s, past the deadline
-		{"Timeout, slow OnRetry", Policy{Timeout: time.Second, BaseDelay: 300 * time.Millisecond}, 0, 600 * time.Millisecond, 0,
-			[]time.Duration{0, 600 * time.Millisecond}, "Policy.Timeout passed"},
-		{"ctx deadline, slow OnRetry", Policy{BaseDelay: 300 * time.Millisecond}, time.Second, 600 * time.Millisecond, 0,
-			[]time.Duration{0, 600 * time.Millisecond}, "ctx's deadline passed"},
-		// a 990ms wait fits a 1s deadline; the Sleeper ends it at 1.005s
-		{"Timeout, late Sleeper", Policy{Timeout: time.Second, BaseDelay: 990 * time.Millisecond}, 0, 0, 15 * time.Millisecond,
-			[]time.Duration{0}, "Policy.Timeout passed"},
-		{"ctx deadline, late Sleeper", Policy{BaseDelay: 990 * time.Millisecond}, time.Second, 0, 15 * time.Millisecond,
-			[]time.Duration{0}, "ctx's deadline passed"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			start := ft.Now()
-			p := tt.p
-			p.MaxDelay, p.Jitter, p.Budget, p.Clock = p.BaseDelay, NoJitter, NewBudget(0, 5), ft
-			p.OnRetry = func(context.Context, int, error, time.Duration) { ft.advance(tt.onRetry) }
-			p.Sleeper = SleeperFunc(func(ctx context.Context, d time.Duration) error { return ft.Sleep(ctx, d+tt.late) })
-			var at []time.Duration
-			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), func(ctx context.Context) error {
-				at = append(at, ft.Now().Sub(start))
-				return errBoom
-			}, p)
-			if !slices.Equal(at, tt.calls) {
-				t.Errorf("fn called at %v; want %v", at, tt.calls)
-			}
-			re := wantExhausted(t, err, DeadlineReached, len(tt.calls))
-			if re.Cause != context.DeadlineExceeded || !strings.Contains(err.Error(), "(deadline reached: "+tt.limit+"): boom") {
-				t.Errorf("Do() = %q with Cause %v; want it to say %q, Cause context.DeadlineExceeded", err, re.Cause, tt.limit)
-			}
-			// the tokens of the retries made are spent; the last one is given back
-			if got, want := p.Budget.Tokens(), float64(5-len(tt.calls)+1); got != want {
-				t.Errorf("Budget.Tokens() = %v; want %v", got, want)
-			}
-		})
-	}
-}
-
 // Without a deadline only MaxDelay limits a wait or a hint: the longest Duration, which
 // ParseRetryAfter gives for a huge number of seconds, is not time left.
 func TestNoDeadlineOnlyMaxDelayLimits(t *testing.T) {
@@ -1062,9 +1011,9 @@ func TestOnRetryTimeComesOffTheWait(t *testing.T) {
 	}
 }
 
-// A Sleeper's error ends Do with SleepFailed, unless the deadline passed during the
-// sleep or before it, in OnRetry: the deadline comes first; a Sleeper that returns early
-// is trusted, and MaxAttempts still bounds the calls.
+// A Sleeper's error ends Do with SleepFailed (TestRule: unless ctx or the deadline ended
+// first); a Sleeper that returns at the deadline ends the retries; one that returns early is
+// trusted, and MaxAttempts still bounds the calls.
 func TestSleeper(t *testing.T) {
 	errSleep := errors.New("sleeper broke")
 	tests := []struct {
@@ -1077,8 +1026,6 @@ func TestSleeper(t *testing.T) {
 		attempts int
 	}{
 		{"fails", Policy{}, 0, 0, errSleep, SleepFailed, 1},
-		{"fails as the deadline passes", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, 0, time.Hour, errSleep, DeadlineReached, 1},
-		{"fails after the deadline passed in OnRetry", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, time.Hour, 0, errSleep, DeadlineReached, 1},
 		{"returns at the deadline", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, 0, time.Second, nil, DeadlineReached, 1},
 		{"returns early", Policy{MaxAttempts: 4, Timeout: time.Minute}, 0, 0, nil, MaxAttemptsReached, 4},
 	}

@@ -165,7 +165,10 @@ func busy(t *testing.T, n int32) *httptest.Server {
 	return srv
 }
 
-func TestGetOnFakeTime(t *testing.T) {
+// TestGet runs the README's GET against a server that asks twice for 2s, on a fake Clock
+// and Sleeper, one per call, started at time.Now(), and under synctest, with the server
+// outside the bubble.
+func TestGet(t *testing.T) {
 	for _, tt := range []struct {
 		timeout time.Duration
 		want    string
@@ -173,32 +176,29 @@ func TestGetOnFakeTime(t *testing.T) {
 		{3 * time.Second, "retry: gave up after 2 attempts in 2s (retry-after hint too long"}, // 2s and 2s do not fit in 3s
 		{5 * time.Second, "ok"},
 	} {
-		srv := busy(t, 2)
-		ft := &fakeTime{now: time.Now()} // one per call, from time.Now(): Do measures ctx's deadline on Clock
-		ctx, cancel := context.WithTimeout(context.Background(), tt.timeout)
-		defer cancel()
-		body, err := getBody(ctx, srv.Client(), srv.URL, retry.Policy{Clock: ft, Sleeper: ft})
-		got := string(body)
-		if err != nil {
-			got = err.Error()
-		}
-		if !strings.HasPrefix(got, tt.want) {
-			t.Errorf("getBody() with a %v ctx = %q; want %q", tt.timeout, got, tt.want)
-		}
+		t.Run(fmt.Sprint("fake time, a ctx of ", tt.timeout), func(t *testing.T) {
+			srv := busy(t, 2)
+			ft := &fakeTime{now: time.Now()} // one per call, from time.Now(): Do measures ctx's deadline on Clock
+			ctx, cancel := context.WithTimeout(context.Background(), tt.timeout)
+			defer cancel()
+			body, err := getBody(ctx, srv.Client(), srv.URL, retry.Policy{Clock: ft, Sleeper: ft})
+			if got := fmt.Sprint(string(body), err); !strings.HasPrefix(strings.TrimSpace(got), tt.want) {
+				t.Errorf("getBody() = %q; want %q", got, tt.want)
+			}
+		})
 	}
-}
-
-func TestGetOnSynctest(t *testing.T) {
-	srv := busy(t, 2) // outside the bubble: a goroutine blocked on a socket keeps fake time still
-	synctest.Test(t, func(t *testing.T) {
-		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} // no idle connection left reading in the bubble
-		start := time.Now()
-		body, err := getBody(t.Context(), client, srv.URL, retry.Policy{})
-		if string(body) != "ok" || err != nil {
-			t.Fatalf("getBody() = %q, %v; want ok", body, err)
-		}
-		if waited := time.Since(start); waited < 4*time.Second {
-			t.Errorf("getBody() waited %v; want at least 4s, as Retry-After asked twice", waited)
-		}
+	t.Run("synctest", func(t *testing.T) {
+		srv := busy(t, 2) // outside the bubble: a goroutine blocked on a socket keeps fake time still
+		synctest.Test(t, func(t *testing.T) {
+			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} // no idle connection left reading in the bubble
+			start := time.Now()
+			body, err := getBody(t.Context(), client, srv.URL, retry.Policy{})
+			if string(body) != "ok" || err != nil {
+				t.Fatalf("getBody() = %q, %v; want ok", body, err)
+			}
+			if waited := time.Since(start); waited < 4*time.Second {
+				t.Errorf("getBody() waited %v; want at least 4s, as Retry-After asked twice", waited)
+			}
+		})
 	})
 }
