@@ -88,9 +88,7 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 			r.token.use() // the retry that it paid for happens
 		}
 		err = fn(fnCtx)
-		if r.cancel != nil {
-			r.cancel() // fn's ctx ends when fn returns
-		}
+		r.release() // fn's ctx ends when fn returns
 		if err == nil {
 			return r.finish(nil, nil)
 		}
