@@ -518,27 +518,58 @@ func TestHTTPClientTimeoutIsRetried(t *testing.T) {
 	}
 }
 
-// The Timeout or ctx's deadline ends the retries without clipping a wait.
-func TestTimeout(t *testing.T) {
-	for _, tt := range []struct {
+// A wait, or a hint, starts only if it ends before the deadline, the nearer of Timeout's and
+// ctx's, and a hint only if it is within MaxDelay: else Do gives up at once, DeadlineReached
+// (Cause context.DeadlineExceeded) or HintTooLong. With no deadline, only MaxDelay limits.
+func TestWaitFits(t *testing.T) {
+	longest, _ := ParseRetryAfter("99999999999", time.Now()) // the longest Duration
+	tests := []struct {
 		name       string
-		p          Policy
+		p          Policy // MaxAttempts 2; MaxDelay 2h unless a delay is set
 		ctxTimeout time.Duration
+		callCost   time.Duration // fake time the first call takes
+		wait       time.Duration // the Jitter's, unless p has one
+		err        error         // what fn returns
+		reason     Reason
+		attempts   int
+		waits      []time.Duration
 	}{
-		{"Timeout", Policy{Timeout: 10 * time.Second}, 0},
-		{"ctx deadline", Policy{}, 10 * time.Second},
-	} {
-		t.Run("a wait that would outlast the "+tt.name+" is not started", func(t *testing.T) {
+		{"1ns before Timeout", Policy{Timeout: time.Second}, 0, time.Second - 1, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
+		{"1ns before Timeout, 1ns hint", Policy{Timeout: time.Second}, 0, time.Second - 1, 0, hintErr(1), HintTooLong, 1, nil},
+		{"a wait of all the time left before Timeout", Policy{Timeout: time.Second}, 0, 0, time.Second, errBoom, DeadlineReached, 1, nil},
+		{"at Timeout", Policy{Timeout: time.Second}, 0, time.Second, 0, errBoom, DeadlineReached, 1, nil},
+		{"past Timeout", Policy{Timeout: time.Second}, 0, time.Hour, 0, errBoom, DeadlineReached, 1, nil},
+		{"1ns before ctx deadline", Policy{}, time.Hour, time.Hour - 1, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
+		{"1ns before ctx deadline, 1ns hint", Policy{}, time.Hour, time.Hour - 1, 0, hintErr(1), HintTooLong, 1, nil},
+		{"a wait of all the time left before ctx deadline", Policy{}, time.Hour, 0, time.Hour, errBoom, DeadlineReached, 1, nil},
+		{"at ctx deadline", Policy{}, time.Hour, time.Hour, 0, errBoom, DeadlineReached, 1, nil},
+		{"no deadline, a hint of the longest Duration", Policy{MaxDelay: math.MaxInt64}, 0, 0, 0, After(longest, errBoom), MaxAttemptsReached, 2, []time.Duration{math.MaxInt64}},
+		{"no deadline, a wait of the longest Duration", Policy{BaseDelay: math.MaxInt64, Jitter: NoJitter}, 0, 0, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{math.MaxInt64}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
-			p := tt.p
-			p.MaxAttempts, p.BaseDelay, p.MaxDelay, p.Jitter = 100, time.Second, time.Minute, NoJitter
-			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), (&flaky{n: 100, err: errBoom}).call, ft.with(p))
-			// waits 1s, 2s, 4s; at 7s the next wait, 8s, would end after the deadline
-			if got, want := ft.Waits(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}; !slices.Equal(got, want) {
-				t.Errorf("Do() waits = %v; want %v", got, want)
+			calls := 0
+			fn := func(context.Context) error {
+				if calls++; calls == 1 {
+					ft.advance(tt.callCost)
+				}
+				return tt.err
 			}
-			if re := wantExhausted(t, err, DeadlineReached, 4); re.Elapsed != 7*time.Second || re.Cause != context.DeadlineExceeded {
-				t.Errorf("Do() Elapsed, Cause = %v, %v; want 7s, context.DeadlineExceeded", re.Elapsed, re.Cause)
+			p := ft.with(tt.p)
+			if p.MaxAttempts = 2; p.MaxDelay == 0 && p.BaseDelay == 0 {
+				p.MaxDelay = 2 * time.Hour
+			}
+			if p.Jitter == nil {
+				p.Jitter = func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration { return tt.wait }
+			}
+			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), fn, p)
+			re := wantExhausted(t, err, tt.reason, tt.attempts)
+			if !slices.Equal(ft.Waits(), tt.waits) {
+				t.Errorf("Do() waits = %v; want %v", ft.Waits(), tt.waits)
+			}
+			if (re.Reason == DeadlineReached) != (re.Cause == context.DeadlineExceeded) {
+				t.Errorf("Do() = %v with Cause %v; want Cause context.DeadlineExceeded for DeadlineReached alone", err, re.Cause)
 			}
 		})
 	}
@@ -563,81 +594,6 @@ func TestTimeout(t *testing.T) {
 			checkDo(t, p, doInput{failures: 1000})
 		}
 	})
-}
-
-// With 1ns left before a deadline a wait of 0 fits, but not a hint nor a wait of all the
-// time left; with nothing left, the deadline has passed.
-func TestTimeLeftAtTheEdge(t *testing.T) {
-	tests := []struct {
-		name       string
-		p          Policy
-		ctxTimeout time.Duration
-		callCost   time.Duration // fake time the first call takes
-		wait       time.Duration // the Jitter's
-		err        error         // what fn returns
-		reason     Reason
-		attempts   int
-		waits      []time.Duration
-	}{
-		{"1ns before Timeout", Policy{Timeout: time.Second}, 0, time.Second - 1, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
-		{"1ns before Timeout, 1ns hint", Policy{Timeout: time.Second}, 0, time.Second - 1, 0, hintErr(1), HintTooLong, 1, nil},
-		{"a wait of all the time left before Timeout", Policy{Timeout: time.Second}, 0, 0, time.Second, errBoom, DeadlineReached, 1, nil},
-		{"at Timeout", Policy{Timeout: time.Second}, 0, time.Second, 0, errBoom, DeadlineReached, 1, nil},
-		{"past Timeout", Policy{Timeout: time.Second}, 0, time.Hour, 0, errBoom, DeadlineReached, 1, nil},
-		{"1ns before ctx deadline", Policy{}, time.Hour, time.Hour - 1, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
-		{"1ns before ctx deadline, 1ns hint", Policy{}, time.Hour, time.Hour - 1, 0, hintErr(1), HintTooLong, 1, nil},
-		{"a wait of all the time left before ctx deadline", Policy{}, time.Hour, 0, time.Hour, errBoom, DeadlineReached, 1, nil},
-		{"at ctx deadline", Policy{}, time.Hour, time.Hour, 0, errBoom, DeadlineReached, 1, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			calls := 0
-			fn := func(context.Context) error {
-				if calls++; calls == 1 {
-					ft.advance(tt.callCost)
-				}
-				return tt.err
-			}
-			p := tt.p
-			p.MaxAttempts, p.MaxDelay = 2, 2*time.Hour
-			p.Jitter = func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration { return tt.wait }
-			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), fn, ft.with(p))
-			re := wantExhausted(t, err, tt.reason, tt.attempts)
-			if !slices.Equal(ft.Waits(), tt.waits) {
-				t.Errorf("Do() waits = %v; want %v", ft.Waits(), tt.waits)
-			}
-			if (re.Reason == DeadlineReached) != (re.Cause == context.DeadlineExceeded) {
-				t.Errorf("Do() = %v with Cause %v; want Cause context.DeadlineExceeded for DeadlineReached alone", err, re.Cause)
-			}
-		})
-	}
-}
-
-// Without a deadline only MaxDelay limits a wait or a hint: the longest Duration, which
-// ParseRetryAfter gives for a huge number of seconds, is not time left.
-func TestNoDeadlineOnlyMaxDelayLimits(t *testing.T) {
-	longest, _ := ParseRetryAfter("99999999999", time.Now())
-	tests := []struct {
-		name string
-		p    Policy
-		err  error
-	}{
-		{"a hint of the longest Duration", Policy{MaxDelay: math.MaxInt64}, After(longest, errBoom)},
-		{"a wait of the longest Duration", Policy{BaseDelay: math.MaxInt64, Jitter: NoJitter}, errBoom},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			p := ft.with(tt.p)
-			p.MaxAttempts = 2
-			err := Do(context.Background(), func(context.Context) error { return tt.err }, p)
-			wantExhausted(t, err, MaxAttemptsReached, 2)
-			if !slices.Equal(ft.Waits(), []time.Duration{math.MaxInt64}) {
-				t.Errorf("Do() waits = %v; want one of %v", ft.Waits(), time.Duration(math.MaxInt64))
-			}
-		})
-	}
 }
 
 // A Clock that goes back does not stretch a deadline, nor make Elapsed
@@ -893,50 +849,34 @@ func TestScheduleIsDeterministic(t *testing.T) {
 	}
 }
 
-// The Jitter sees u in [0, 1] whatever Rand returns; Do keeps its
-// invariants with such a Rand.
-func TestRandOutOfRange(t *testing.T) {
-	values := []float64{7, -3, math.NaN(), math.Inf(1), math.Inf(-1), 1, 0.5}
-	var seen []float64
-	calls := 0
-	p := newFakeTime().with(Policy{
-		MaxAttempts: len(values) + 1,
-		Rand:        func() float64 { calls++; return values[calls-1] },
-		Jitter: func(n int, base, maxDelay, prev time.Duration, u float64) time.Duration {
-			seen = append(seen, u)
-			return base
-		},
-	})
-	Do(context.Background(), (&flaky{n: 10, err: errBoom}).call, p)
-	if want := []float64{1, 0, 0, 1, 0, 1, 0.5}; !slices.Equal(seen, want) {
-		t.Errorf("Jitter saw u = %v; want %v", seen, want)
-	}
-	for _, u := range values {
-		for _, j := range []Jitter{FullJitter, DecorrelatedJitter} {
-			checkDo(t, Policy{MaxAttempts: 10, BaseDelay: 100 * time.Millisecond, MaxDelay: 10 * time.Second, Jitter: j, Rand: constRand(u)}, doInput{failures: 100})
-		}
-	}
-}
-
-// Do clamps what a Jitter returns into [0, MaxDelay], for the wait,
-// OnRetry and the next call's prev alike.
-func TestJitterOutOfRange(t *testing.T) {
-	for _, tt := range []struct{ w, want time.Duration }{
-		{-time.Hour, 0}, {math.MinInt64, 0}, {time.Hour, time.Second}, {math.MaxInt64, time.Second},
+// Whatever Rand and the Jitter return, the Jitter sees u in [0, 1], and Do clamps its
+// wait into [0, MaxDelay] for the Sleeper, OnRetry and the next call's prev alike.
+func TestOutOfRange(t *testing.T) {
+	for _, tt := range []struct {
+		u, wantU float64 // Rand's, and what the Jitter sees
+		w, want  time.Duration
+	}{
+		{7, 1, -time.Hour, 0}, {-3, 0, math.MinInt64, 0}, {math.NaN(), 0, time.Hour, time.Second},
+		{math.Inf(1), 1, math.MaxInt64, time.Second}, {math.Inf(-1), 0, 0, 0}, {1, 1, 0, 0}, {0.5, 0.5, 0, 0},
 	} {
 		ft := newFakeTime()
+		var us []float64
 		var prevs, chosen []time.Duration
-		bad := func(_ int, _, _, prev time.Duration, _ float64) time.Duration {
-			prevs = append(prevs, prev)
+		p := ft.with(Policy{MaxAttempts: 3, MaxDelay: time.Second, Rand: constRand(tt.u)})
+		p.Jitter = func(_ int, _, _, prev time.Duration, u float64) time.Duration {
+			us, prevs = append(us, u), append(prevs, prev)
 			return tt.w
 		}
-		p := ft.with(Policy{MaxAttempts: 3, MaxDelay: time.Second, Jitter: bad})
 		p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) { chosen = append(chosen, wait) }
 		Do(context.Background(), (&flaky{n: 5, err: errBoom}).call, p)
 		want := []time.Duration{tt.want, tt.want}
-		if got := ft.Waits(); !slices.Equal(got, want) || !slices.Equal(chosen, want) || !slices.Equal(prevs, []time.Duration{DefaultBaseDelay, tt.want}) {
-			t.Errorf("Jitter returning %v: waits, OnRetry waits, prevs = %v, %v, %v; want %v, %v, [%v %v]",
-				tt.w, got, chosen, prevs, want, want, DefaultBaseDelay, tt.want)
+		if got := ft.Waits(); !slices.Equal(us, []float64{tt.wantU, tt.wantU}) || !slices.Equal(got, want) || !slices.Equal(chosen, want) ||
+			!slices.Equal(prevs, []time.Duration{DefaultBaseDelay, tt.want}) {
+			t.Errorf("Rand %v, Jitter %v: u, waits, OnRetry waits, prevs = %v, %v, %v, %v; want %v, %v, %v, [%v %v]",
+				tt.u, tt.w, us, got, chosen, prevs, tt.wantU, want, want, DefaultBaseDelay, tt.want)
+		}
+		for _, j := range []Jitter{FullJitter, DecorrelatedJitter} {
+			checkDo(t, Policy{MaxAttempts: 10, BaseDelay: 100 * time.Millisecond, MaxDelay: 10 * time.Second, Jitter: j, Rand: constRand(tt.u)}, doInput{failures: 100})
 		}
 	}
 }
@@ -1011,50 +951,14 @@ func TestOnRetryTimeComesOffTheWait(t *testing.T) {
 	}
 }
 
-// A Sleeper's error ends Do with SleepFailed (TestRule: unless ctx or the deadline ended
-// first); a Sleeper that returns at the deadline ends the retries; one that returns early is
-// trusted, and MaxAttempts still bounds the calls.
-func TestSleeper(t *testing.T) {
-	errSleep := errors.New("sleeper broke")
-	tests := []struct {
-		name     string
-		p        Policy
-		onRetry  time.Duration // how far OnRetry moves the clock
-		advance  time.Duration // how far the Sleeper moves the clock
-		err      error         // what the Sleeper returns
-		reason   Reason
-		attempts int
-	}{
-		{"fails", Policy{}, 0, 0, errSleep, SleepFailed, 1},
-		{"returns at the deadline", Policy{Timeout: time.Second, BaseDelay: 10 * time.Millisecond}, 0, time.Second, nil, DeadlineReached, 1},
-		{"returns early", Policy{MaxAttempts: 4, Timeout: time.Minute}, 0, 0, nil, MaxAttemptsReached, 4},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			p := ft.with(tt.p)
-			p.OnRetry = func(context.Context, int, error, time.Duration) { ft.advance(tt.onRetry) }
-			p.Sleeper = SleeperFunc(func(context.Context, time.Duration) error { ft.advance(tt.advance); return tt.err })
-			fn := &flaky{n: 100, err: errBoom}
-			err := Do(context.Background(), fn.call, p)
-			cause := tt.err
-			if tt.reason == DeadlineReached {
-				cause = context.DeadlineExceeded
-			}
-			re := wantExhausted(t, err, tt.reason, tt.attempts)
-			if fn.calls != tt.attempts || re.Elapsed != tt.onRetry+tt.advance || re.Cause != cause || !errors.Is(err, errBoom) {
-				t.Errorf("Do() = %v after %d calls; want %d calls, it in %v, Cause %v, reaching boom", err, fn.calls, tt.attempts, tt.onRetry+tt.advance, cause)
-			}
-		})
-	}
-}
-
-// OnDone runs exactly once on every way out of a valid call, with the
-// calls of fn, the elapsed time on Clock and the error Do returns.
+// OnDone runs exactly once on every way out of a valid call, with Do's ctx, the calls of fn,
+// the time elapsed on the Clock and the error Do returns; that error's Cause is what stopped
+// Do from outside (a Sleeper's error gives SleepFailed), if anything.
 func TestOnDone(t *testing.T) {
 	errSleep := errors.New("sleeper broke")
 	notFound := &customErr{"not found"}
 	permNotFound := Permanent(notFound)
+	ms := time.Millisecond
 	tests := []struct {
 		name       string
 		fn         *flaky
@@ -1063,18 +967,18 @@ func TestOnDone(t *testing.T) {
 		attempts   int
 		elapsed    time.Duration
 		reason     Reason // 0: the error is not a *RetryExhausted
-		want       error  // for reason 0: the error Do returns
+		want       error  // the error Do returns, or for a reason its Cause
 	}{
 		{"success at once", &flaky{}, Policy{}, 0, 1, 0, 0, nil},
-		{"success after retries", &flaky{n: 2, err: errBoom}, Policy{Jitter: NoJitter}, 0, 3, 300 * time.Millisecond, 0, nil},
+		{"success after retries", &flaky{n: 2, err: errBoom}, Policy{}, 0, 3, 300 * ms, 0, nil},
 		{"non-retryable", &flaky{n: 9, err: notFound}, Policy{IsRetryable: func(error) bool { return false }}, 0, 1, 0, 0, notFound},
 		{"Permanent", &flaky{n: 9, err: permNotFound}, Policy{}, 0, 1, 0, 0, permNotFound},
-		{"MaxAttemptsReached", &flaky{n: 9, err: errBoom}, Policy{MaxAttempts: 2, Jitter: NoJitter}, 0, 2, 100 * time.Millisecond, MaxAttemptsReached, nil},
-		{"DeadlineReached", &flaky{n: 9, err: errBoom}, Policy{Timeout: 250 * time.Millisecond, Jitter: NoJitter}, 0, 2, 100 * time.Millisecond, DeadlineReached, nil},
-		{"DeadlineReached, ctx's", &flaky{n: 9, err: errBoom}, Policy{Jitter: NoJitter}, 250 * time.Millisecond, 2, 100 * time.Millisecond, DeadlineReached, nil},
+		{"MaxAttemptsReached", &flaky{n: 9, err: errBoom}, Policy{MaxAttempts: 2}, 0, 2, 100 * ms, MaxAttemptsReached, nil},
+		{"DeadlineReached", &flaky{n: 9, err: errBoom}, Policy{Timeout: 250 * ms}, 0, 2, 100 * ms, DeadlineReached, context.DeadlineExceeded},
+		{"DeadlineReached, ctx's", &flaky{n: 9, err: errBoom}, Policy{}, 250 * ms, 2, 100 * ms, DeadlineReached, context.DeadlineExceeded},
 		{"HintTooLong", &flaky{n: 9, err: hintErr(time.Hour)}, Policy{}, 0, 1, 0, HintTooLong, nil},
-		{"SleepFailed", &flaky{n: 9, err: errBoom}, Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}, 0, 1, 0, SleepFailed, nil},
-		{"BudgetExhausted", &flaky{n: 9, err: errBoom}, Policy{Budget: NewBudget(0, 1), Jitter: NoJitter}, 0, 2, 100 * time.Millisecond, BudgetExhausted, nil},
+		{"SleepFailed", &flaky{n: 9, err: errBoom}, Policy{Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return errSleep })}, 0, 1, 0, SleepFailed, errSleep},
+		{"BudgetExhausted", &flaky{n: 9, err: errBoom}, Policy{Budget: NewBudget(0, 1)}, 0, 2, 100 * ms, BudgetExhausted, ErrBudgetExhausted},
 	}
 	type key struct{}
 	for _, tt := range tests {
@@ -1083,6 +987,7 @@ func TestOnDone(t *testing.T) {
 			ctx := context.WithValue(ft.deadlineCtx(t, tt.ctxTimeout), key{}, tt.name)
 			var got []doneCall
 			p := ft.with(tt.p)
+			p.Jitter = NoJitter
 			if tt.p.Sleeper != nil {
 				p.Sleeper = tt.p.Sleeper
 			}
@@ -1102,8 +1007,8 @@ func TestOnDone(t *testing.T) {
 				t.Errorf("Do() = %v; want %v", err, tt.want)
 			}
 			if tt.reason != 0 {
-				if re := wantExhausted(t, err, tt.reason, d.attempts); re.Elapsed != d.elapsed {
-					t.Errorf("Do() Elapsed = %v; want OnDone's %v", re.Elapsed, d.elapsed)
+				if re := wantExhausted(t, err, tt.reason, d.attempts); re.Elapsed != d.elapsed || re.Cause != tt.want || !errors.Is(err, tt.fn.err) {
+					t.Errorf("Do() Elapsed, Cause = %v, %v; want OnDone's %v, %v, reaching fn's error", re.Elapsed, re.Cause, d.elapsed, tt.want)
 				}
 			}
 		})
@@ -1181,46 +1086,35 @@ func TestTypedNilError(t *testing.T) {
 	}
 }
 
-// One Policy is shared by concurrent calls, each getting its own result.
+// One Policy is shared by 10,000 concurrent calls, failing 0 to 3 times each, each getting its
+// own result.
 func TestSharedPolicy(t *testing.T) {
-	tests := []struct {
-		name       string
-		goroutines int
-		failures   func(i int) int
-	}{
-		{"100 calls that give up", 100, func(int) int { return 10 }},
-		{"10,000 calls, 0 to 3 failures each", 10_000, func(i int) int { return i % 4 }},
+	ft := newFakeTime()
+	var hooks, want atomic.Int64
+	p := ft.with(Policy{MaxAttempts: 3, Jitter: FullJitter})
+	p.OnRetry = func(context.Context, int, error, time.Duration) { hooks.Add(1) }
+	var wg sync.WaitGroup
+	bad := make(chan error, 10_000)
+	for i := range 10_000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn := &flaky{n: i % 4, err: errBoom}
+			want.Add(int64(min(fn.n, 2)))
+			err := Do(context.Background(), fn.call, p)
+			var re *RetryExhausted
+			if fn.calls != min(fn.n+1, 3) || fn.n < 3 && err != nil || fn.n >= 3 && (!errors.As(err, &re) || re.Attempts != 3) {
+				bad <- fmt.Errorf("Do() = %v after %d calls, with %d failures", err, fn.calls, fn.n)
+			}
+		}()
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			var hooks, want atomic.Int64
-			p := ft.with(Policy{MaxAttempts: 3, Jitter: FullJitter})
-			p.OnRetry = func(context.Context, int, error, time.Duration) { hooks.Add(1) }
-			var wg sync.WaitGroup
-			bad := make(chan error, tt.goroutines)
-			for i := range tt.goroutines {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					fn := &flaky{n: tt.failures(i), err: errBoom}
-					want.Add(int64(min(fn.n, 2)))
-					err := Do(context.Background(), fn.call, p)
-					var re *RetryExhausted
-					if fn.calls != min(fn.n+1, 3) || fn.n < 3 && err != nil || fn.n >= 3 && (!errors.As(err, &re) || re.Attempts != 3) {
-						bad <- fmt.Errorf("Do() = %v after %d calls, with %d failures", err, fn.calls, fn.n)
-					}
-				}()
-			}
-			wg.Wait()
-			close(bad)
-			for err := range bad {
-				t.Fatalf("a concurrent %v; want its own result", err)
-			}
-			if hooks.Load() != want.Load() || int64(len(ft.Waits())) != want.Load() {
-				t.Errorf("OnRetry calls, waits = %d, %d; want %d each", hooks.Load(), len(ft.Waits()), want.Load())
-			}
-		})
+	wg.Wait()
+	close(bad)
+	for err := range bad {
+		t.Fatalf("a concurrent %v; want its own result", err)
+	}
+	if hooks.Load() != want.Load() || int64(len(ft.Waits())) != want.Load() {
+		t.Errorf("OnRetry calls, waits = %d, %d; want %d each", hooks.Load(), len(ft.Waits()), want.Load())
 	}
 }
 

@@ -79,19 +79,6 @@ func TestRealTimersOnSynctest(t *testing.T) {
 		{"a predicate that refuses timeouts", retry.Policy{Timeout: 300 * ms, IsRetryable: func(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }}, 0, 0,
 			[]func(context.Context) error{hang}, []time.Duration{0}, 300 * ms,
 			"deadline reached after 1 in 300ms, cause context deadline exceeded: context deadline exceeded"},
-		{"ctx's deadline passes in a slow predicate that refuses: its answer stands", retry.Policy{IsRetryable: func(error) bool { time.Sleep(2 * time.Second); return false }}, time.Second, 0,
-			[]func(context.Context) error{fail}, []time.Duration{0}, 2 * time.Second, "service unavailable"},
-		{"Timeout passes in a slow predicate, before a hint above MaxDelay", retry.Policy{MaxDelay: time.Second, Timeout: time.Second,
-			IsRetryable: func(error) bool { time.Sleep(2 * time.Second); return true }}, 0, 0,
-			[]func(context.Context) error{func(context.Context) error { return retry.After(time.Minute, errUnavailable) }}, []time.Duration{0}, 2 * time.Second,
-			"deadline reached after 1 in 2s, cause context deadline exceeded: service unavailable"},
-		{"Timeout passes in the Jitter, before a hint", retry.Policy{Timeout: time.Second,
-			Jitter: func(int, time.Duration, time.Duration, time.Duration, float64) time.Duration {
-				time.Sleep(2 * time.Second)
-				return 0
-			}}, 0, 0,
-			[]func(context.Context) error{func(context.Context) error { return retry.After(time.Millisecond, errUnavailable) }}, []time.Duration{0}, 2 * time.Second,
-			"deadline reached after 1 in 2s, cause context deadline exceeded: service unavailable"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
