@@ -10,6 +10,7 @@
 package interview
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -31,15 +32,18 @@ type retrier struct {
 // do calls fn until it succeeds, fails for good, or runs out of attempts,
 // time or ctx. It returns nil, fn's error as is, or a *retryError.
 func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
-	// start is read before the first call; wait is the previous wait, base before the first.
+	// start is read before the first call; wait is the previous wait, base before the first;
+	// err is fn's last error.
 	start, wait := r.now(), r.base
-	for n := 1; ; n++ { // n counts the calls of fn
-		err := fn(ctx)
+	var err error
+	for n := 1; ; n++ { // n counts the calls of fn, this one included
+		if ctx.Err() != nil { // a done ctx gives up before each call, the first included
+			return &retryError{Attempts: n - 1, Elapsed: r.now().Sub(start), Last: cmp.Or(err, ctx.Err())}
+		}
+		err = fn(ctx)
 		switch {
-		case err == nil:
-			return nil
-		case !r.retryable(err):
-			return err // as fn returned it
+		case err == nil || !r.retryable(err):
+			return err // nil, or fn's error as it returned it
 		case n >= r.attempts:
 			return &retryError{Attempts: n, Elapsed: r.now().Sub(start), Last: err}
 		}
@@ -49,10 +53,9 @@ func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
 		if r.deadline > 0 && r.now().Sub(start)+wait >= r.deadline {
 			return &retryError{Attempts: n, Elapsed: r.now().Sub(start), Last: err}
 		}
-		select {
+		select { // if both are ready, select picks at random: the check before the call decides
 		case <-r.after(wait):
 		case <-ctx.Done():
-			return &retryError{Attempts: n, Elapsed: r.now().Sub(start), Last: err}
 		}
 	}
 }
@@ -64,7 +67,7 @@ func uniform(a, b time.Duration, u float64) time.Duration { return a + time.Dura
 type retryError struct {
 	Attempts int           // calls of fn
 	Elapsed  time.Duration // from just before the first call until do gave up
-	Last     error         // the last error fn returned
+	Last     error         // the last error fn returned; ctx's if there was no call
 }
 
 func (e *retryError) Error() string { return fmt.Sprintf("retry: %d attempts: %v", e.Attempts, e.Last) }

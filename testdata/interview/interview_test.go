@@ -297,17 +297,38 @@ func TestDoneCtxEndsTheWait(t *testing.T) {
 	}
 }
 
-// A ctx that ends during a call ends the retries before the wait, whatever the wait.
-func TestCtxDoneDuringCall(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	clock := &fakeClock{now: time.Unix(0, 0)}
-	r := newRetrier(clock)
-	r.after = func(time.Duration) <-chan time.Time { return nil } // a wait that never ends
+// A done ctx gives up before each call, the first included. The wait is ready at once, as a
+// fake clock's is, so that the select after it has two ready cases and picks one at random:
+// in 200 runs of each row, fn is never called once ctx is done.
+func TestCtxDone(t *testing.T) {
 	last := errors.New("connection refused")
-	fn, calls := fakeFn(clock, 0, last, last)
-	err := r.do(ctx, func(ctx context.Context) error { cancel(); return fn(ctx) }) // the caller gives up during the call
-	gaveUp(t, err, 1, last)
-	if *calls != 1 {
-		t.Errorf("do() calls = %d; want 1", *calls)
+	for _, tt := range []struct {
+		name     string
+		cancelIn int // the call of fn that cancels ctx; 0: ctx is done before do
+		last     error
+	}{
+		{"before the first call", 0, context.Canceled},
+		{"during the first call", 1, last},
+		{"during the third call", 3, last},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 200 {
+				ctx, cancel := context.WithCancel(context.Background())
+				clock := &fakeClock{now: time.Unix(0, 0)}
+				fn, calls := fakeFn(clock, 0, last, last, last, last)
+				if tt.cancelIn == 0 {
+					cancel()
+				}
+				err := newRetrier(clock).do(ctx, func(ctx context.Context) error {
+					if *calls+1 == tt.cancelIn {
+						cancel()
+					}
+					return fn(ctx)
+				})
+				if gaveUp(t, err, tt.cancelIn, tt.last); *calls != tt.cancelIn {
+					t.Fatalf("do() calls = %d; want %d: none once ctx is done", *calls, tt.cancelIn)
+				}
+			}
+		})
 	}
 }
