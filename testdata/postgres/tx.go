@@ -13,6 +13,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -39,7 +40,8 @@ var txPolicy = retry.Policy{
 	IsRetryable:    txRetryable,
 }
 
-// A beginner starts transactions: a *pgxpool.Pool or a *pgx.Conn.
+// A beginner starts transactions: a *pgxpool.Pool, not a lone *pgx.Conn, which
+// pgx closes when a ctx cuts a query short, leaving the retry a closed conn.
 type beginner interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
@@ -50,7 +52,12 @@ func inTx(ctx context.Context, db beginner, p retry.Policy,
 	fn func(context.Context, pgx.Tx) error) error {
 	return retry.Do(ctx, func(ctx context.Context) error {
 		opts := pgx.TxOptions{IsoLevel: pgx.Serializable}
-		return pgx.BeginTxFunc(ctx, db, opts, func(tx pgx.Tx) error { return fn(ctx, tx) })
+		err := pgx.BeginTxFunc(ctx, db, opts, func(tx pgx.Tx) error { return fn(ctx, tx) })
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			// such as 57014, when pgx has PostgreSQL cancel the query as ctx ends
+			err = fmt.Errorf("%w, as the attempt's ctx ended: %w", err, ctx.Err())
+		}
+		return err
 	}, p)
 }
 
@@ -78,12 +85,11 @@ func move(ctx context.Context, tx pgx.Tx, t transferReq) error {
 
 // txRetryable reports whether another attempt may succeed where err failed.
 func txRetryable(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) { // 40001 serialization_failure, 40P01 deadlock_detected
-		return pgErr.Code == "40001" || pgErr.Code == "40P01"
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true // the attempt timed out; it may have committed, and the key makes a repeat harmless
 	}
-	// A timed-out attempt may have committed: repeating it is harmless only thanks to the key.
-	return errors.Is(err, context.DeadlineExceeded)
+	var pgErr *pgconn.PgError // 40001 serialization_failure, 40P01 deadlock_detected
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
 // isOwnKey reports whether err is the unique violation of a transfer's own key.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/quietwire/retry"
 )
@@ -254,6 +255,65 @@ func TestTransferDeadline(t *testing.T) {
 	checkState(t, db, []int64{initialBalance, initialBalance}, nil)
 }
 
+// TestTransferTimedOutAttempt: an attempt that waits on a row lock runs out of
+// AttemptTimeout, and the lock is released 300ms in. On a pool the retry succeeds, whether
+// pgx closes the timed-out connection (its default) or has PostgreSQL cancel the query, which
+// fails with 57014; a 57014 from statement_timeout, not from the attempt's ctx, is not
+// retried; on a lone *pgx.Conn, which pgx closes, the retry fails with "conn closed".
+func TestTransferTimedOutAttempt(t *testing.T) {
+	cancelRequest := func(cfg *pgxpool.Config) {
+		cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+			return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+		}
+	}
+	for _, tt := range []struct {
+		name      string
+		configure func(*pgxpool.Config)
+		conn      bool   // a *pgx.Conn of the pool's config, not the pool
+		want      string // SQLSTATE or message of transfer's error; "" for nil
+		attempts  int    // the least
+	}{
+		{"pool, connection closed", nil, false, "", 2},
+		{"pool, query cancelled", cancelRequest, false, "", 2},
+		{"pool, statement_timeout", func(cfg *pgxpool.Config) {
+			cancelRequest(cfg)
+			cfg.ConnConfig.RuntimeParams["statement_timeout"] = "100"
+		}, false, "57014", 1},
+		{"a lone *pgx.Conn", nil, true, "conn closed", 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db := newDB(t, 2, tt.configure)
+			holder, err := db.Begin(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Rollback(context.Background())
+			if _, err := holder.Exec(t.Context(), "UPDATE accounts SET balance = balance WHERE id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			time.AfterFunc(300*time.Millisecond, func() { holder.Rollback(context.Background()) })
+			var target beginner = db
+			if tt.conn {
+				conn, err := pgx.ConnectConfig(t.Context(), db.Config().ConnConfig)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close(context.Background())
+				target = conn
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			p, attempts := txPolicy, 1
+			p.AttemptTimeout = 200 * time.Millisecond
+			p.OnRetry = func(context.Context, int, error, time.Duration) { attempts++ }
+			err = transfer(ctx, target, transferReq{key: "t-1", from: 1, to: 2, amount: 100}, p)
+			if err != nil && !strings.Contains(sqlState(err), tt.want) || err == nil && tt.want != "" || attempts < tt.attempts {
+				t.Errorf("transfer() = %v after %d attempts; want %q after at least %d", err, attempts, tt.want, tt.attempts)
+			}
+		})
+	}
+}
+
 // hookDB is a beginner whose transactions call afterExec after each Exec that
 // succeeds, and commit in place of Commit, where not nil.
 type hookDB struct {
@@ -358,7 +418,7 @@ func mustExec(t *testing.T, db *pgxpool.Pool, sql string) {
 
 // newDB returns a pool of connections to a new schema on the test server,
 // with the recipe's tables and accounts 1 to n, each holding initialBalance.
-func newDB(t *testing.T, accounts int) *pgxpool.Pool {
+func newDB(t *testing.T, accounts int, configure ...func(*pgxpool.Config)) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(serverDSN(t))
 	if err != nil {
@@ -367,6 +427,11 @@ func newDB(t *testing.T, accounts int) *pgxpool.Pool {
 	schema := fmt.Sprintf("test%d", schemas.Add(1))
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.MaxConns = 20 // more than the goroutines of TestTransferConcurrent
+	for _, c := range configure {
+		if c != nil {
+			c(cfg)
+		}
+	}
 	db, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
