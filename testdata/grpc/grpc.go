@@ -6,6 +6,7 @@ package grpcrecipe
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -36,11 +37,15 @@ func withPushback(err error, trailer metadata.MD) error {
 	if err == nil || len(v) == 0 {
 		return err
 	}
-	ms, perr := strconv.ParseInt(v[0], 10, 64)
-	if perr != nil || ms < 0 {
+	ms, perr := strconv.ParseInt(v[0], 10, 64) // above the largest int64: that, and ErrRange
+	if perr != nil && !errors.Is(perr, strconv.ErrRange) || ms < 0 {
 		return retry.Permanent(err)
 	}
-	return &pushback{err, time.Duration(ms) * time.Millisecond}
+	d := time.Duration(math.MaxInt64) // the longest, for a pushback that no Duration holds
+	if ms <= math.MaxInt64/int64(time.Millisecond) {
+		d = time.Duration(ms) * time.Millisecond
+	}
+	return &pushback{err, d}
 }
 
 // grpcRetryable retries Unavailable (the server or the connection is down),
