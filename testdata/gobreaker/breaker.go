@@ -13,12 +13,13 @@ import (
 )
 
 // breakerExcluded, for gobreaker's Settings.IsExcluded, reports whether what Do
-// returned says nothing about the dependency: fn was not called, the caller left
-// (Canceled, or ctx's error from fn, even marked Permanent), or its Sleeper failed.
+// returned says nothing about the dependency: fn was not called (errNotCalled), the
+// caller left (Canceled, or ctx's error from fn, even marked Permanent), or its
+// Sleeper failed.
 func breakerExcluded(err error) bool {
 	re, gaveUp := err.(*retry.RetryExhausted) // Do returns it unwrapped
-	return !gaveUp && errors.Is(err, context.Canceled) || gaveUp && (re.Attempts == 0 ||
-		re.Reason == retry.Canceled || re.Reason == retry.SleepFailed)
+	return err == errNotCalled || !gaveUp && errors.Is(err, context.Canceled) ||
+		gaveUp && (re.Reason == retry.Canceled || re.Reason == retry.SleepFailed)
 }
 
 // breakerSuccessful, for gobreaker's Settings.IsSuccessful, reports whether what Do
@@ -29,8 +30,12 @@ func breakerSuccessful(err error) bool {
 	return !gaveUp && err != errPanicked && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// errPanicked is what the breaker is told of a call that panicked: a failure.
-var errPanicked = errors.New("the call panicked")
+// What the breaker is told of a call that panicked (a failure), and of one that
+// never called fn, whatever Do returned: a done ctx, an invalid Policy, a nil fn.
+var (
+	errPanicked  = errors.New("the call panicked")
+	errNotCalled = errors.New("fn was not called")
+)
 
 // call makes one call of Do through cb, which it asks once and tells once,
 // whatever happens: a half-open breaker that is never told waits for its probe
@@ -41,9 +46,16 @@ func call(ctx context.Context, cb *gobreaker.TwoStepCircuitBreaker[any],
 	if err != nil {
 		return err // open, or half-open with its probe out: no attempt, no wait
 	}
-	err = errPanicked // until Do returns
-	defer func() { done(err) }()
-	err = retry.Do(ctx, fn, p)
+	told, ran := errPanicked, false // until Do returns; whether fn was called
+	defer func() { done(told) }()
+	counted := fn
+	if fn != nil {
+		counted = func(ctx context.Context) error { ran = true; return fn(ctx) }
+	}
+	err = retry.Do(ctx, counted, p)
+	if told = err; !ran {
+		told = errNotCalled
+	}
 	return err
 }
 
