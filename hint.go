@@ -42,7 +42,7 @@ func (e *afterError) RetryAfter() time.Duration { return e.d }
 // but an RFC 850 date only in GMT. Unlike RFC 9110: a two-digit year is
 // 19xx from 69 and 20xx below, a second 60 is refused, and the day name is
 // not checked; a one-digit hour, fractional seconds, runs of spaces and
-// names in any case pass.
+// day and month names in any case pass, but not "gmt", as net/http refuses it.
 func ParseRetryAfter(value string, now time.Time) (d time.Duration, ok bool) {
 	value = strings.Trim(value, " \t")
 	if value != "" && strings.Trim(value, "0123456789") == "" { // delay-seconds
