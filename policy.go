@@ -49,6 +49,10 @@ type Policy struct {
 	// IsRetryable refuses it. Retry it only if fn is idempotent or carries a
 	// key that makes a repeat harmless. 0 means none.
 	AttemptTimeout time.Duration
+	// MinAttemptTime is the least time worth giving an attempt: with a
+	// deadline, Do starts no wait, and honours no hint, after which less
+	// would be left. It must be below a set Timeout. 0 means none.
+	MinAttemptTime time.Duration
 	// Jitter chooses each wait; Do clamps it to [0, MaxDelay]. nil means
 	// DecorrelatedJitter.
 	Jitter Jitter
@@ -132,6 +136,10 @@ func (p *Policy) prepare() error {
 		return invalid("Timeout is %v; want 0 (meaning none) or more", p.Timeout)
 	case p.AttemptTimeout < 0:
 		return invalid("AttemptTimeout is %v; want 0 (meaning none) or more", p.AttemptTimeout)
+	case p.MinAttemptTime < 0:
+		return invalid("MinAttemptTime is %v; want 0 (meaning none) or more", p.MinAttemptTime)
+	case p.Timeout > 0 && p.MinAttemptTime >= p.Timeout:
+		return invalid("MinAttemptTime %v is not below Timeout %v: no retry would fit", p.MinAttemptTime, p.Timeout)
 	case isClockFunc && clock == nil:
 		return invalid("Clock is a nil ClockFunc; want a function, or a nil Clock for the real clock")
 	case isSleeperFunc && sleeper == nil:

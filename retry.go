@@ -43,9 +43,9 @@ var (
 // before IsRetryable is asked, and before each wait: a passed deadline (ctx's
 // too) gives [DeadlineReached], any other end of ctx [Canceled]. Then p's
 // limits: IsRetryable, MaxAttempts ([MaxAttemptsReached]), the wait's fit
-// under MaxDelay and before the deadline ([HintTooLong] for a hint from
-// [After], else DeadlineReached), [Policy.Budget] ([BudgetExhausted]) and
-// [Policy.Sleeper] ([SleepFailed]).
+// under MaxDelay and before the deadline with [Policy.MinAttemptTime] to
+// spare ([HintTooLong] for a hint from [After], else DeadlineReached),
+// [Policy.Budget] ([BudgetExhausted]) and [Policy.Sleeper] ([SleepFailed]).
 //
 // The deadline is the nearer of ctx's and [Policy.Timeout] after Do's start,
 // on [Policy.Clock]. fn's ctx ends at ctx's deadline, and in real time at the
@@ -237,25 +237,34 @@ func (r *run) expiredSlow() *RetryExhausted {
 }
 
 // tooLong returns why a wait, at least as long as hint, does not fit: a
-// hint above MaxDelay, or a hint or a wait that would not end before the
-// deadline. It returns nil if the wait fits.
+// hint above MaxDelay, or a hint or a wait that would leave less than
+// MinAttemptTime, or no time, before the deadline. It returns nil if the
+// wait fits.
 func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
-	left := r.deadline - r.at // 0 ≤ at, and at < deadline if there is one: no overflow
+	left := r.deadline - r.at          // 0 ≤ at, and at < deadline if there is one: no overflow
+	room := max(r.p.MinAttemptTime, 1) // an attempt needs some time, MinAttemptTime at least
 	switch {
 	case hint > r.p.MaxDelay:
 		h, m := readable(hint, r.p.MaxDelay)
 		return &RetryExhausted{Reason: HintTooLong, detail: ": " + h + ", above MaxDelay " + m}
 	case !r.hasDeadline:
 		return nil
-	case hint >= left: // the server asked for it: its hint is named, not the wait
-		h, l := readable(hint, left)
-		return &RetryExhausted{Reason: HintTooLong, detail: ": " + h + ", with " + l + " left before " + r.deadlineName}
-	case wait >= left:
-		w, l := readable(wait, left)
-		detail := ": next wait " + w + ", with " + l + " left before " + r.deadlineName
-		return &RetryExhausted{Reason: DeadlineReached, Cause: context.DeadlineExceeded, detail: detail}
+	case hint > 0 && left-hint < room: // the server asked for it: its hint is named, not the wait
+		return &RetryExhausted{Reason: HintTooLong, detail: ": " + r.leaves(hint, left)}
+	case left-wait < room:
+		return &RetryExhausted{Reason: DeadlineReached, Cause: context.DeadlineExceeded, detail: ": next wait " + r.leaves(wait, left)}
 	}
 	return nil
+}
+
+// leaves says how little a wait of d leaves of the time left before the deadline.
+func (r *run) leaves(d, left time.Duration) string {
+	if d >= left {
+		d, left := readable(d, left)
+		return d + ", with " + left + " left before " + r.deadlineName
+	}
+	after, room := readable(left-d, r.p.MinAttemptTime)
+	return round(d).String() + " would leave " + after + " before " + r.deadlineName + ", less than MinAttemptTime " + room
 }
 
 // pause calls OnRetry, and sleeps for what is left of the wait: it counts

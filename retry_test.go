@@ -522,6 +522,7 @@ func TestHTTPClientTimeoutIsRetried(t *testing.T) {
 // ctx's, and a hint only if it is within MaxDelay: else Do gives up at once, DeadlineReached
 // (Cause context.DeadlineExceeded) or HintTooLong. With no deadline, only MaxDelay limits.
 func TestWaitFits(t *testing.T) {
+	const ms = time.Millisecond
 	longest, _ := ParseRetryAfter("99999999999", time.Now()) // the longest Duration
 	tests := []struct {
 		name       string
@@ -533,18 +534,31 @@ func TestWaitFits(t *testing.T) {
 		reason     Reason
 		attempts   int
 		waits      []time.Duration
+		detail     string // in the message, if not ""
 	}{
-		{"1ns before Timeout", Policy{Timeout: time.Second}, 0, time.Second - 1, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
-		{"1ns before Timeout, 1ns hint", Policy{Timeout: time.Second}, 0, time.Second - 1, 0, hintErr(1), HintTooLong, 1, nil},
-		{"a wait of all the time left before Timeout", Policy{Timeout: time.Second}, 0, 0, time.Second, errBoom, DeadlineReached, 1, nil},
-		{"at Timeout", Policy{Timeout: time.Second}, 0, time.Second, 0, errBoom, DeadlineReached, 1, nil},
-		{"past Timeout", Policy{Timeout: time.Second}, 0, time.Hour, 0, errBoom, DeadlineReached, 1, nil},
-		{"1ns before ctx deadline", Policy{}, time.Hour, time.Hour - 1, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{0}},
-		{"1ns before ctx deadline, 1ns hint", Policy{}, time.Hour, time.Hour - 1, 0, hintErr(1), HintTooLong, 1, nil},
-		{"a wait of all the time left before ctx deadline", Policy{}, time.Hour, 0, time.Hour, errBoom, DeadlineReached, 1, nil},
-		{"at ctx deadline", Policy{}, time.Hour, time.Hour, 0, errBoom, DeadlineReached, 1, nil},
-		{"no deadline, a hint of the longest Duration", Policy{MaxDelay: math.MaxInt64}, 0, 0, 0, After(longest, errBoom), MaxAttemptsReached, 2, []time.Duration{math.MaxInt64}},
-		{"no deadline, a wait of the longest Duration", Policy{BaseDelay: math.MaxInt64, Jitter: NoJitter}, 0, 0, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{math.MaxInt64}},
+		{"1ns before Timeout", Policy{Timeout: time.Second}, 0, time.Second - 1, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{0}, ""},
+		{"1ns before Timeout, 1ns hint", Policy{Timeout: time.Second}, 0, time.Second - 1, 0, hintErr(1), HintTooLong, 1, nil, ""},
+		{"a wait of all the time left before Timeout", Policy{Timeout: time.Second}, 0, 0, time.Second, errBoom, DeadlineReached, 1, nil, ""},
+		{"at Timeout", Policy{Timeout: time.Second}, 0, time.Second, 0, errBoom, DeadlineReached, 1, nil, ""},
+		{"past Timeout", Policy{Timeout: time.Second}, 0, time.Hour, 0, errBoom, DeadlineReached, 1, nil, ""},
+		{"1ns before ctx deadline", Policy{}, time.Hour, time.Hour - 1, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{0}, ""},
+		{"1ns before ctx deadline, 1ns hint", Policy{}, time.Hour, time.Hour - 1, 0, hintErr(1), HintTooLong, 1, nil, ""},
+		{"a wait of all the time left before ctx deadline", Policy{}, time.Hour, 0, time.Hour, errBoom, DeadlineReached, 1, nil, ""},
+		{"at ctx deadline", Policy{}, time.Hour, time.Hour, 0, errBoom, DeadlineReached, 1, nil, ""},
+		{"no deadline, a hint of the longest Duration", Policy{MaxDelay: math.MaxInt64}, 0, 0, 0, After(longest, errBoom), MaxAttemptsReached, 2, []time.Duration{math.MaxInt64}, ""},
+		{"no deadline, a wait of the longest Duration", Policy{BaseDelay: math.MaxInt64, Jitter: NoJitter}, 0, 0, 0, errBoom, MaxAttemptsReached, 2, []time.Duration{math.MaxInt64}, ""},
+		{"MinAttemptTime, a wait that leaves less", Policy{Timeout: time.Second, MinAttemptTime: 100 * ms}, 0, 0, 901 * ms, errBoom, DeadlineReached, 1, nil,
+			"(deadline reached: next wait 901ms would leave 99ms before Policy.Timeout, less than MinAttemptTime 100ms)"},
+		{"MinAttemptTime, no wait, less left", Policy{Timeout: time.Second, MinAttemptTime: 100 * ms}, 0, 950 * ms, 0, errBoom, DeadlineReached, 1, nil,
+			"(deadline reached: next wait 0s would leave 50ms before Policy.Timeout, less than MinAttemptTime 100ms)"},
+		{"MinAttemptTime, a wait that leaves it exactly", Policy{Timeout: time.Second, MinAttemptTime: 100 * ms}, 0, 0, 900 * ms, errBoom, MaxAttemptsReached, 2, []time.Duration{900 * ms}, ""},
+		{"MinAttemptTime, a wait of all the time left", Policy{Timeout: time.Second, MinAttemptTime: 100 * ms}, 0, 0, time.Second, errBoom, DeadlineReached, 1, nil,
+			"(deadline reached: next wait 1s, with 1s left before Policy.Timeout)"},
+		{"MinAttemptTime, a hint that leaves less", Policy{Timeout: time.Second, MinAttemptTime: 100 * ms}, 0, 0, 0, hintErr(950 * ms), HintTooLong, 1, nil,
+			"(retry-after hint too long: 950ms would leave 50ms before Policy.Timeout, less than MinAttemptTime 100ms)"},
+		{"MinAttemptTime, ctx's deadline nearer than Timeout", Policy{Timeout: time.Hour, MinAttemptTime: 100 * ms}, time.Second, 0, 901 * ms, errBoom, DeadlineReached, 1, nil,
+			"before ctx's deadline, less than MinAttemptTime 100ms"},
+		{"MinAttemptTime, no deadline", Policy{MinAttemptTime: time.Hour}, 0, 0, 2 * time.Hour, errBoom, MaxAttemptsReached, 2, []time.Duration{2 * time.Hour}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -567,6 +581,9 @@ func TestWaitFits(t *testing.T) {
 			re := wantExhausted(t, err, tt.reason, tt.attempts)
 			if !slices.Equal(ft.Waits(), tt.waits) {
 				t.Errorf("Do() waits = %v; want %v", ft.Waits(), tt.waits)
+			}
+			if !strings.Contains(err.Error(), tt.detail) {
+				t.Errorf("Do() = %q; want it to say %q", err, tt.detail)
 			}
 			if (re.Reason == DeadlineReached) != (re.Cause == context.DeadlineExceeded) {
 				t.Errorf("Do() = %v with Cause %v; want Cause context.DeadlineExceeded for DeadlineReached alone", err, re.Cause)
@@ -1226,6 +1243,7 @@ func FuzzDo(f *testing.F) {
 	f.Add(100, int64(1), int64(math.MaxInt64), int64(math.MaxInt64), int64(0), uint8(200), int64(math.MaxInt64), int64(0), uint8(2), 1.0)
 	f.Add(5, int64(time.Minute), int64(time.Second), int64(0), int64(0), uint8(9), int64(0), int64(0), uint8(3), math.NaN())
 	f.Add(50, int64(time.Millisecond), int64(time.Second), int64(3*time.Second), int64(2*time.Second), uint8(255), int64(0), int64(300*time.Millisecond), uint8(4), -1.0)
+	f.Add(100, int64(10*time.Millisecond), int64(400*time.Millisecond), int64(time.Second), int64(0), uint8(255), int64(0), int64(100*time.Millisecond), uint8(0x08), 0.7)
 	f.Fuzz(func(t *testing.T, maxAttempts int, base, maxDelay, timeout, ctxTimeout int64, failures uint8, hint, callCost int64, kind uint8, u float64) {
 		maxAttempts %= 1000 // keep each run short
 		p := Policy{
@@ -1245,6 +1263,7 @@ func FuzzDo(f *testing.F) {
 			budget:     kind&0x40 != 0,
 			timeout:    kind&0x20 != 0,
 			refuse:     kind&0x10 != 0,
+			room:       kind&0x08 != 0,
 		})
 	})
 }
@@ -1258,6 +1277,7 @@ type doInput struct {
 	refuse     bool          // IsRetryable refuses every error
 	budget     bool          // a Budget allows one retry
 	timeout    bool          // AttemptTimeout is callCost/2 + 1ns, if that is positive
+	room       bool          // MinAttemptTime is callCost
 }
 
 // checkDo runs Do with p on fake time and fails t if an invariant breaks.
@@ -1288,9 +1308,14 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 	if in.budget {
 		p.Budget = NewBudget(0.5, 1) // full at 1 token; the deposit is capped
 	}
+	if in.room {
+		p.MinAttemptTime = in.callCost
+	}
 	q := p
 	q.prepare()
-	valid := p.MaxAttempts >= 0 && p.BaseDelay >= 0 && p.MaxDelay >= 0 && p.Timeout >= 0 && q.MaxDelay >= q.BaseDelay
+	valid := p.MaxAttempts >= 0 && p.BaseDelay >= 0 && p.MaxDelay >= 0 && p.Timeout >= 0 && q.MaxDelay >= q.BaseDelay &&
+		p.MinAttemptTime >= 0 && (p.Timeout == 0 || p.MinAttemptTime < p.Timeout)
+	room := max(p.MinAttemptTime, 1) // the least time left after a wait
 	var waitErr string
 	p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
 		now := ft.Now()
@@ -1299,10 +1324,10 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 			waitErr = "a wait outside [0, MaxDelay]"
 		case in.hint > 0 && wait < in.hint:
 			waitErr = "a wait shorter than the hint"
-		case p.Timeout > 0 && !now.Add(wait).Before(start.Add(p.Timeout)):
-			waitErr = "a wait that does not end before Timeout"
-		case !ctxDeadline.IsZero() && !now.Add(wait).Before(ctxDeadline):
-			waitErr = "a wait that does not end before ctx's deadline"
+		case p.Timeout > 0 && start.Add(p.Timeout).Sub(now.Add(wait)) < room:
+			waitErr = "a wait that leaves less than MinAttemptTime, or nothing, before Timeout"
+		case !ctxDeadline.IsZero() && ctxDeadline.Sub(now.Add(wait)) < room:
+			waitErr = "a wait that leaves less than MinAttemptTime, or nothing, before ctx's deadline"
 		}
 	}
 	var done []doneCall

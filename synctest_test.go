@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -109,6 +110,45 @@ func TestRealTimersOnSynctest(t *testing.T) {
 					t.Errorf("Do() = %q at %v, calls at %v; want %q at %v, calls at %v", got, end, calls, tt.want, tt.end, tt.calls)
 				}
 			})
+		})
+	}
+}
+
+// TestMinAttemptTime: fn takes 100ms and answers 503, unless its ctx ends first, and Do
+// retries it within a Timeout of 1s, for 500 seeds of Rand. With MinAttemptTime 100ms, no
+// attempt starts with less than that left, and Last is the 503 in every call; with none, some
+// last attempts start with less, are cut off, and hide the 503 behind their ctx's error.
+func TestMinAttemptTime(t *testing.T) {
+	err503 := errors.New("503 Service Unavailable")
+	for _, room := range []time.Duration{100 * time.Millisecond, 0} {
+		synctest.Test(t, func(t *testing.T) {
+			short, cut := 0, 0 // attempts started with less than 100ms left; calls whose Last is not the 503
+			for seed := range 500 {
+				p := retry.Policy{MaxAttempts: 100, BaseDelay: 50 * time.Millisecond, MaxDelay: 400 * time.Millisecond,
+					Timeout: time.Second, MinAttemptTime: room, Rand: rand.New(rand.NewPCG(uint64(seed), 0)).Float64}
+				err := retry.Do(t.Context(), func(ctx context.Context) error {
+					if dl, _ := ctx.Deadline(); time.Until(dl) < 100*time.Millisecond {
+						short++
+					}
+					select {
+					case <-time.After(100 * time.Millisecond):
+						return err503
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}, p)
+				var re *retry.RetryExhausted
+				if !errors.As(err, &re) || re.Reason != retry.DeadlineReached {
+					t.Fatalf("Do() = %v; want DeadlineReached", err)
+				}
+				if re.Last != err503 {
+					cut++
+				}
+			}
+			t.Logf("MinAttemptTime %v: %d of 500 calls end with Last not the 503; %d attempts started with less than 100ms left", room, cut, short)
+			if room > 0 && (cut != 0 || short != 0) || room == 0 && (cut == 0 || short == 0) {
+				t.Errorf("MinAttemptTime %v: %d calls cut, %d short attempts; want none with it, some without", room, cut, short)
+			}
 		})
 	}
 }
