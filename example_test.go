@@ -64,12 +64,12 @@ func postOrder(ctx context.Context, client *http.Client, url, key string, order 
 	return body, err
 }
 
-// newRequest is http.NewRequestWithContext, whose error, like a URL without
-// a scheme or a host, is Permanent: no retry fixes the URL.
+// newRequest is http.NewRequestWithContext, whose error, like a URL that is
+// not http or https or has no host, is Permanent: no retry fixes the URL.
 func newRequest(ctx context.Context, method, url string, body io.Reader) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
-	if err == nil && (req.URL.Scheme == "" || req.URL.Host == "") {
-		err = fmt.Errorf("no scheme or host in URL %q", url)
+	if err == nil && (req.URL.Scheme != "http" && req.URL.Scheme != "https" || req.URL.Host == "") {
+		err = fmt.Errorf("want an http or https URL with a host, not %q", url)
 	}
 	return req, retry.Permanent(err) // Permanent(nil) is nil
 }
