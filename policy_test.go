@@ -23,6 +23,8 @@ func TestValidate(t *testing.T) {
 		{"MaxDelay -1ns", Policy{MaxDelay: -1}, "MaxDelay is -1ns; want 0 (meaning 30s) or more"},
 		{"Timeout -1ns", Policy{Timeout: -1}, "Timeout is -1ns; want 0 (meaning none) or more"},
 		{"AttemptTimeout -1ns", Policy{AttemptTimeout: -1}, "AttemptTimeout is -1ns; want 0 (meaning none) or more"},
+		{"MinAttemptTime -1ns", Policy{MinAttemptTime: -1}, "MinAttemptTime is -1ns; want 0 (meaning none) or more"},
+		{"MinAttemptTime at Timeout", Policy{Timeout: time.Second, MinAttemptTime: time.Second}, "MinAttemptTime 1s is not below Timeout 1s: no retry would fit"},
 		{"nil ClockFunc", Policy{Clock: ClockFunc(nil)}, "Clock is a nil ClockFunc; want a function, or a nil Clock for the real clock"},
 		{"nil SleeperFunc", Policy{Sleeper: SleeperFunc(nil)}, "Sleeper is a nil SleeperFunc; want a function, or a nil Sleeper for the real timer"},
 		{"zero Budget", Policy{Budget: &Budget{}}, "Budget was not made by NewBudget; make one with NewBudget(ratio, burst)"},
