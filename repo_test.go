@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"go/ast"
@@ -20,78 +19,43 @@ import (
 
 var updateAPI = flag.Bool("update-api", false, "rewrite testdata/api.txt with the package's exported API")
 
-const (
-	apiGolden = "testdata/api.txt"
-	apiUpdate = "go test -run '^TestAPI$' -update-api ."
-)
-
 // TestAPI compares the exported API, every exported name with its
 // signature, with testdata/api.txt, so that no exported change is made by
-// accident. After a deliberate change, run
-//
-//	go test -run '^TestAPI$' -update-api .
-//
-// and commit testdata/api.txt with the change and a CHANGELOG.md entry.
+// accident. After a deliberate change, run it with -update-api.
 func TestAPI(t *testing.T) {
+	const golden, update = "testdata/api.txt", "go test -run '^TestAPI$' -update-api ."
 	got := exportedAPI(t)
 	if *updateAPI {
-		if err := os.WriteFile(apiGolden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", apiGolden)
+		fatalIf(t, os.WriteFile(golden, []byte(got), 0o644))
 	}
-	b, err := os.ReadFile(apiGolden)
+	b, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v\nTo create it, run: %s", err, apiUpdate)
+		t.Fatalf("%v\nTo create it, run: %s", err, update)
 	}
-	want := strings.ReplaceAll(string(b), "\r\n", "\n") // a Windows checkout may add \r
-	if got != want {
-		t.Errorf("the exported API differs from %s (- in the file, + in the code):\n%s\n"+
-			"If the change is deliberate, run\n\t%s\n"+
-			"and commit %s with the change and an entry in CHANGELOG.md.",
-			apiGolden, lineDiff(want, got), apiUpdate, apiGolden)
+	if want := strings.ReplaceAll(string(b), "\r\n", "\n"); got != want { // a Windows checkout may add \r
+		t.Errorf("the exported API differs from %s (- in the file, + in the code):\n%s\nIf the change is deliberate, run\n\t%s\n"+
+			"and commit %s with the change and an entry in CHANGELOG.md.", golden, lineDiff(want, got), update, golden)
 	}
 }
 
 // exportedAPI type-checks the package's non-test files and lists every
-// exported name, one per line, sorted: constants with their values,
-// variables, functions, and types with their definitions, exported fields,
-// interface methods and methods.
+// exported name, one per line, sorted: constants with their values, vars,
+// funcs, and types with their definitions, fields and methods.
 func exportedAPI(t *testing.T) string {
-	t.Helper()
 	bp, err := build.ImportDir(".", 0) // the files `go build` uses here
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	var files []*ast.File
+	fatalIf(t, err)
+	fset, files := token.NewFileSet(), []*ast.File(nil)
 	for _, name := range bp.GoFiles {
 		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		fatalIf(t, err)
 		files = append(files, f)
 	}
-	// The package imports only the standard library, which the default
-	// importer reads from export data that it asks the go command for.
-	conf := types.Config{Importer: importer.Default()}
-	pkg, err := conf.Check("github.com/quietwire/retry", fset, files, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := func(p *types.Package) string {
-		if p == pkg {
-			return ""
-		}
-		return p.Name()
-	}
+	pkg, err := (&types.Config{Importer: importer.Default()}).Check("github.com/quietwire/retry", fset, files, nil) // std only
+	fatalIf(t, err)
+	q := types.RelativeTo(pkg)
 	var lines []string
-	for _, name := range pkg.Scope().Names() {
-		obj := pkg.Scope().Lookup(name)
-		if !obj.Exported() {
-			continue
-		}
-		switch obj := obj.(type) {
+	for _, name := range slices.DeleteFunc(pkg.Scope().Names(), func(n string) bool { return !token.IsExported(n) }) {
+		switch obj := pkg.Scope().Lookup(name).(type) {
 		case *types.Const:
 			lines = append(lines, fmt.Sprintf("const %s %s = %s", name, types.TypeString(obj.Type(), q), obj.Val()))
 		case *types.TypeName:
@@ -117,8 +81,7 @@ func typeLines(obj *types.TypeName, q types.Qualifier) []string {
 	case *types.Struct:
 		lines = append(lines, "type "+name+" struct")
 		for i := range u.NumFields() {
-			if f := u.Field(i); f.Exported() {
-				// the position too: reordering fields breaks unkeyed struct literals
+			if f := u.Field(i); f.Exported() { // its position too: reordering fields breaks unkeyed literals
 				lines = append(lines, fmt.Sprintf("type %s struct, field %02d %s %s", name, i, f.Name(), types.TypeString(f.Type(), q)))
 			}
 		}
@@ -145,16 +108,15 @@ func typeLines(obj *types.TypeName, q types.Qualifier) []string {
 func lineDiff(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
 	var b strings.Builder
-	for _, l := range w {
-		if l != "" && !slices.Contains(g, l) {
-			b.WriteString("- " + l + "\n")
+	only := func(sign string, of, notIn []string) {
+		for _, l := range of {
+			if l != "" && !slices.Contains(notIn, l) {
+				b.WriteString(sign + l + "\n")
+			}
 		}
 	}
-	for _, l := range g {
-		if l != "" && !slices.Contains(w, l) {
-			b.WriteString("+ " + l + "\n")
-		}
-	}
+	only("- ", w, g)
+	only("+ ", g, w)
 	if b.Len() == 0 {
 		return "(the same lines, in another order or with other blank lines)\n"
 	}
@@ -162,87 +124,74 @@ func lineDiff(want, got string) string {
 }
 
 // TestREADMEGoBlocks checks that each Go block of README.md compiles: a
-// block of the circuit breaker, gRPC or database section stands in the
-// module under testdata that runs it against the real library or server,
-// the interview's block in testdata/interview, which runs it on its own,
-// and any other block in a _test.go file of this package, as it is or
-// indented one tab (the body of a function). The call in the package doc
-// must be Example's, as it is.
+// block of the circuit breaker, gRPC, database or interview section stands
+// in the module under testdata that runs it, any other block in a _test.go
+// file of this package, as it is or indented one tab (a function's body).
+// The call in the package doc must be Example's, as it is.
 func TestREADMEGoBlocks(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	modules := map[string]string{ // section: module
+	readme, src := readFiles(t, "README.md"), readFiles(t, "*_test.go")
+	spans := map[string][]int{} // module: the span of its section
+	for section, module := range map[string]string{
 		"Circuit breaker":                    "testdata/gobreaker",
 		"gRPC":                               "testdata/grpc",
 		"Database transactions":              "testdata/postgres",
 		"From a blank screen: the interview": "testdata/interview",
+	} {
+		if spans[module] = regexp.MustCompile("(?s)\n## " + regexp.QuoteMeta(section) + "\n.*?\n## ").FindStringIndex(readme); spans[module] == nil {
+			t.Fatalf("README.md has no section %q", section)
+		}
 	}
-	src := readFiles(t, "*_test.go")
-	blocks := regexp.MustCompile("(?s)\n```go\n(.*?)```\n").FindAllSubmatchIndex(readme, -1)
+	blocks := regexp.MustCompile("(?s)\n```go\n(.*?)```\n").FindAllStringSubmatchIndex(readme, -1)
 	inModule := map[string]int{}
 	for i, m := range blocks {
-		block := string(readme[m[2]:m[3]])
-		first, _, _ := strings.Cut(block, "\n")
-		where, in := "_test.go file", src
-		for section, module := range modules {
-			span := regexp.MustCompile("(?s)\n## " + regexp.QuoteMeta(section) + "\n.*?\n## ").FindIndex(readme)
-			if span == nil {
-				t.Fatalf("README.md has no section %q", section)
-			}
+		block, where, in := readme[m[2]:m[3]], "_test.go file", src
+		for module, span := range spans {
 			if span[0] < m[0] && m[1] < span[1] {
 				where, in = "file of "+module, readFiles(t, module+"/*.go")
 				inModule[module]++
 			}
 		}
-		if !holds(in, block) {
+		indented := "\t" + strings.ReplaceAll(strings.TrimSuffix(block, "\n"), "\n", "\n\t") + "\n"
+		indented = strings.ReplaceAll(indented, "\t\n", "\n") // blank lines stay blank
+		if first, _, _ := strings.Cut(block, "\n"); !strings.Contains(in, block) && !strings.Contains(in, indented) {
 			t.Errorf("README.md's Go block %d, starting %q, is in no %s", i+1, first, where)
 		}
 	}
-	for _, module := range modules {
+	for module := range spans {
 		if inModule[module] == 0 {
 			t.Errorf("README.md quotes no Go block of %s", module)
 		}
 	}
-	pkg, err := os.ReadFile("retry.go")
-	if err != nil {
-		t.Fatal(err)
+	if len(blocks) < 7 {
+		t.Errorf("README.md has %d Go blocks; want at least 7", len(blocks))
 	}
-	doc, _, _ := strings.Cut(string(pkg), "\npackage retry\n")
+	doc, _, _ := strings.Cut(readFiles(t, "retry.go"), "\npackage retry\n")
 	var call strings.Builder
 	for _, line := range strings.Split(doc, "\n") {
 		if code, ok := strings.CutPrefix(line, "//\t"); ok {
 			call.WriteString("\t" + code + "\n")
 		}
 	}
-	if example := "\nfunc Example() {\n"; call.Len() == 0 || !bytes.Contains(src, []byte(example)) ||
-		!strings.Contains(strings.SplitAfter(string(src), example)[1], call.String()) {
+	if _, example, _ := strings.Cut(src, "\nfunc Example() {\n"); call.Len() == 0 || !strings.Contains(example, call.String()) {
 		t.Errorf("the package doc's call is not Example's:\n%s", call.String())
-	}
-	if len(blocks) < 7 {
-		t.Errorf("README.md has %d Go blocks; want at least 7", len(blocks))
 	}
 }
 
 // readFiles returns the files that match pattern, one after the other.
-func readFiles(t *testing.T, pattern string) []byte {
-	t.Helper()
+func readFiles(t *testing.T, pattern string) string {
 	names, _ := filepath.Glob(pattern)
-	var src []byte
+	var src strings.Builder
 	for _, name := range names {
 		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = append(src, b...)
+		fatalIf(t, err)
+		src.Write(b)
 	}
-	return src
+	return src.String()
 }
 
-// holds reports whether src holds block as it is, or indented one tab.
-func holds(src []byte, block string) bool {
-	indented := "\t" + strings.ReplaceAll(strings.TrimSuffix(block, "\n"), "\n", "\n\t") + "\n"
-	indented = strings.ReplaceAll(indented, "\t\n", "\n") // blank lines stay blank
-	return bytes.Contains(src, []byte(block)) || bytes.Contains(src, []byte(indented))
+func fatalIf(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
