@@ -16,107 +16,79 @@ import (
 // The message is one line that a terminal shows as it is, with durations
 // rounded for reading; when Do gives up on a limit it names the limit.
 func TestErrorMessage(t *testing.T) {
-	// gaveUp runs Do on fake time: each call takes 1.5s and asks for hint.
-	gaveUp := func(p Policy, ctxTimeout, hint time.Duration) error {
-		ft := newFakeTime()
-		p.MaxAttempts, p.Jitter = 2, NoJitter
-		return Do(ft.deadlineCtx(t, ctxTimeout), func(context.Context) error {
-			ft.advance(1500 * time.Millisecond)
-			return hintErr(hint)
-		}, ft.with(p))
+	maxed := func(d time.Duration, last error) error {
+		return &RetryExhausted{Attempts: 2, Elapsed: d, Reason: MaxAttemptsReached, Last: last}
 	}
-	const gaveUp1 = "retry: gave up after 1 attempt in 1.5s "
-	const gaveUp2 = "retry: gave up after 2 attempts in 0s "
-	rounded := func(d time.Duration) error {
-		return &RetryExhausted{Attempts: 2, Elapsed: d, Reason: MaxAttemptsReached}
-	}
-	last := func(msg string) error {
-		return &RetryExhausted{Attempts: 2, Reason: MaxAttemptsReached, Last: errors.New(msg)}
-	}
-	// sleepFails runs Do with a Sleeper that fails with err, after one call that fails with last.
+	const lastIs, in, maxAttempts = "retry: gave up after 2 attempts in 0s (max attempts reached): ", "retry: gave up after 2 attempts in ", " (max attempts reached)"
+	// a Sleeper that fails with err, after a call that fails with last
 	sleepFails := func(err, last error) error {
 		return Do(context.Background(), func(context.Context) error { return last }, Policy{
 			Sleeper: SleeperFunc(func(context.Context, time.Duration) error { return err }),
 			Clock:   newFakeTime(),
 		})
 	}
-	const sleptOnce = "retry: gave up after 1 attempt in 0s "
-	base := time.Duration(1234567891)
-	tests := []struct {
+	for _, tt := range []struct {
 		name string
 		err  error
 		want string
 	}{
-		{"one attempt", &RetryExhausted{Attempts: 1, Last: errBoom, Reason: HintTooLong},
-			"retry: gave up after 1 attempt in 0s (retry-after hint too long): boom"},
+		{"one attempt", &RetryExhausted{Attempts: 1, Last: errBoom, Reason: HintTooLong}, "retry: gave up after 1 attempt in 0s (retry-after hint too long): boom"},
 		{"a value not made by Do names its Reason", &RetryExhausted{Attempts: 2, Elapsed: time.Second, Last: errBoom, Reason: Canceled, Cause: context.Canceled},
 			"retry: gave up after 2 attempts in 1s (canceled): boom"},
-		{"the Sleeper's error", sleepFails(errors.New("clock device gone"), errBoom), sleptOnce + "(sleep failed: clock device gone): boom"},
-		{"ErrBudgetExhausted is not repeated", &RetryExhausted{Attempts: 3, Last: errBoom, Reason: BudgetExhausted, Cause: ErrBudgetExhausted},
-			"retry: gave up after 3 attempts in 0s (retry budget exhausted): boom"},
-		{"a minute", &RetryExhausted{Attempts: 4, Elapsed: time.Minute, Last: errBoom, Reason: DeadlineReached},
-			"retry: gave up after 4 attempts in 1m0s (deadline reached): boom"},
 		{"unknown Reason, before the first attempt", &RetryExhausted{Reason: Reason(99)}, "retry: gave up before the first attempt (Reason(99))"},
-		{"joined errors", sleepFails(errors.Join(errors.New("a"), errors.New("b")), errors.Join(errBoom, errors.New("bang"))),
-			sleptOnce + "(sleep failed: a; b): boom; bang"},
-		{"\\r\\n is one break", last("a\r\nb"), gaveUp2 + "(max attempts reached): a; b"},
-		{"a lone \\r is a break", last("a\rb\n\nc"), gaveUp2 + "(max attempts reached): a; b; ; c"},
-		{"a break in Cause", sleepFails(errors.New("x\ry"), errBoom), sleptOnce + "(sleep failed: x; y): boom"},
-		{"vertical breaks", last("a\vb\fc\u0085d\u2028e\u2029f"), gaveUp2 + "(max attempts reached): a; b; c; d; e; f"},
-		{"control characters escaped, tab kept", last("\x1b[31mred\x00\x7f\u009b\tx"),
-			gaveUp2 + `(max attempts reached): \x1b[31mred\x00\x7f\u009b` + "\tx"},
-		{"bytes that are not UTF-8 escaped", last("a\xffb\xe2\x80c\u00e9"), gaveUp2 + `(max attempts reached): a\xffb\xe2\x80c` + "\u00e9"},
-		{"ms rounded", rounded(285353606), "retry: gave up after 2 attempts in 285ms (max attempts reached)"},
-		{"ms rounded at a power of ten", rounded(1000500), "retry: gave up after 2 attempts in 1ms (max attempts reached)"},
-		{"s rounded", rounded(1294999999), "retry: gave up after 2 attempts in 1.29s (max attempts reached)"},
-		{"rounded up", rounded(1295000000), "retry: gave up after 2 attempts in 1.3s (max attempts reached)"},
-		{"minutes rounded to the second", rounded(83456 * time.Millisecond), "retry: gave up after 2 attempts in 1m23s (max attempts reached)"},
-		{"hours rounded up to the second", rounded(48*time.Hour - 400*time.Millisecond), "retry: gave up after 2 attempts in 48h0m0s (max attempts reached)"},
-		{"just below a minute", rounded(59940 * time.Millisecond), "retry: gave up after 2 attempts in 59.9s (max attempts reached)"},
-		{"ns kept", rounded(999), "retry: gave up after 2 attempts in 999ns (max attempts reached)"},
-		{"the longest", rounded(math.MaxInt64), "retry: gave up after 2 attempts in 2562047h47m16s (max attempts reached)"},
-		{"hint above MaxDelay", gaveUp(Policy{MaxDelay: 10 * time.Second}, 0, 2*time.Minute),
-			gaveUp1 + "(retry-after hint too long: 2m0s, above MaxDelay 10s): slow down"},
-		{"hint above MaxDelay that rounds to it", gaveUp(Policy{MaxDelay: 2 * time.Second}, 0, 2001*time.Millisecond),
-			gaveUp1 + "(retry-after hint too long: 2.001s, above MaxDelay 2s): slow down"},
-		{"hint that rounds to the time left", gaveUp(Policy{Timeout: 5 * time.Second}, 0, 3500400*time.Microsecond),
-			gaveUp1 + "(retry-after hint too long: 3.5004s, with 3.5s left before Policy.Timeout): slow down"},
-		{"wait that rounds to the time left", gaveUp(Policy{BaseDelay: base, Timeout: 1500*time.Millisecond + 1234500*time.Microsecond}, 0, 0),
-			gaveUp1 + "(deadline reached: next wait 1.234567891s, with 1.2345s left before Policy.Timeout): slow down"},
-		{"hint past Policy.Timeout", gaveUp(Policy{Timeout: 5 * time.Second}, 0, 4*time.Second),
-			gaveUp1 + "(retry-after hint too long: 4s, with 3.5s left before Policy.Timeout): slow down"},
-		{"hint past ctx's deadline", gaveUp(Policy{}, 5*time.Second, 4*time.Second),
-			gaveUp1 + "(retry-after hint too long: 4s, with 3.5s left before ctx's deadline): slow down"},
-		{"the shortest Timeout, passed", gaveUp(Policy{Timeout: 1}, 0, 0),
-			gaveUp1 + "(deadline reached: Policy.Timeout passed): slow down"},
-		{"wait past Policy.Timeout, rounded", gaveUp(Policy{Timeout: 2700 * time.Millisecond, BaseDelay: base}, 0, 0),
-			gaveUp1 + "(deadline reached: next wait 1.23s, with 1.2s left before Policy.Timeout): slow down"},
-		{"wait past ctx's deadline", gaveUp(Policy{BaseDelay: base}, 2700*time.Millisecond, 0),
-			gaveUp1 + "(deadline reached: next wait 1.23s, with 1.2s left before ctx's deadline): slow down"},
-		{"the nearer deadline is named, ctx's", gaveUp(Policy{Timeout: 2800 * time.Millisecond, BaseDelay: base}, 2700*time.Millisecond, 0),
-			gaveUp1 + "(deadline reached: next wait 1.23s, with 1.2s left before ctx's deadline): slow down"},
-		{"both deadlines at once: Policy.Timeout is named", gaveUp(Policy{Timeout: 2700 * time.Millisecond, BaseDelay: base}, 2700*time.Millisecond, 0),
-			gaveUp1 + "(deadline reached: next wait 1.23s, with 1.2s left before Policy.Timeout): slow down"},
-		{"the nearer deadline is named, Policy's", gaveUp(Policy{Timeout: 2700 * time.Millisecond, BaseDelay: base}, 2800*time.Millisecond, 0),
-			gaveUp1 + "(deadline reached: next wait 1.23s, with 1.2s left before Policy.Timeout): slow down"},
+		{"the Sleeper's error, joined errors", sleepFails(errors.Join(errors.New("a"), errors.New("b")), errors.Join(errBoom, errors.New("bang"))),
+			"retry: gave up after 1 attempt in 0s (sleep failed: a; b): boom; bang"},
+		{"\\r\\n is one break, a lone \\r one", maxed(0, errors.New("a\r\nb\rc\n\nd")), lastIs + "a; b; c; ; d"},
+		{"vertical breaks", maxed(0, errors.New("a\vb\fc\u0085d\u2028e\u2029f")), lastIs + "a; b; c; d; e; f"},
+		{"control characters escaped, tab kept", maxed(0, errors.New("\x1b[31mred\x00\x7f\u009b\tx")), lastIs + `\x1b[31mred\x00\x7f\u009b` + "\tx"},
+		{"bytes that are not UTF-8 escaped", maxed(0, errors.New("a\xffb\xe2\x80c\u00e9")), lastIs + `a\xffb\xe2\x80c` + "\u00e9"},
+		{"three significant digits below a minute", maxed(285353606, nil), in + "285ms" + maxAttempts},
+		{"to the second from a minute up", maxed(83500*time.Millisecond, nil), in + "1m24s" + maxAttempts},
+		{"the longest", maxed(math.MaxInt64, nil), in + "2562047h47m16s" + maxAttempts},
+	} {
+		if tt.err == nil || tt.err.Error() != tt.want {
+			t.Errorf("%s: Error() = %v; want %q", tt.name, tt.err, tt.want)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.err == nil || tt.err.Error() != tt.want {
-				t.Errorf("Error() = %v; want %q", tt.err, tt.want)
-			}
-			// Do's every DeadlineReached, and no HintTooLong, reaches context.DeadlineExceeded.
-			if re, ok := tt.err.(*RetryExhausted); ok && re.detail != "" && errors.Is(re, context.DeadlineExceeded) != (re.Reason == DeadlineReached) {
-				t.Errorf("errors.Is(%v, context.DeadlineExceeded) = %v; want %v", re, !(re.Reason == DeadlineReached), re.Reason == DeadlineReached)
-			}
-		})
+	// Each call takes 1.5s and asks for hint; every DeadlineReached, and no HintTooLong, reaches context.DeadlineExceeded.
+	base := time.Duration(1234567891)
+	for _, tt := range []struct {
+		p                Policy
+		ctxTimeout, hint time.Duration
+		want             string // within "retry: gave up after 1 attempt in 1.5s (" and "): slow down"
+	}{
+		{Policy{MaxDelay: 10 * time.Second}, 0, 2 * time.Minute, "retry-after hint too long: 2m0s, above MaxDelay 10s"},
+		{Policy{Timeout: 5 * time.Second}, 0, 4 * time.Second, "retry-after hint too long: 4s, with 3.5s left before Policy.Timeout"},
+		{Policy{}, 5 * time.Second, 4 * time.Second, "retry-after hint too long: 4s, with 3.5s left before ctx's deadline"},
+		{Policy{Timeout: 1}, 0, 0, "deadline reached: Policy.Timeout passed"},
+		{Policy{Timeout: 2700 * time.Millisecond, BaseDelay: base}, 0, 0, "deadline reached: next wait 1.23s, with 1.2s left before Policy.Timeout"},
+		{Policy{BaseDelay: base}, 2700 * time.Millisecond, 0, "deadline reached: next wait 1.23s, with 1.2s left before ctx's deadline"},
+		// exact where a wait would read as its limit
+		{Policy{BaseDelay: base, Timeout: 1500*time.Millisecond + 1234500*time.Microsecond}, 0, 0,
+			"deadline reached: next wait 1.234567891s, with 1.2345s left before Policy.Timeout"},
+		// the nearer deadline is named, and Policy.Timeout if both are as near
+		{Policy{Timeout: 2800 * time.Millisecond, BaseDelay: base}, 2700 * time.Millisecond, 0, "deadline reached: next wait 1.23s, with 1.2s left before ctx's deadline"},
+		{Policy{Timeout: 2700 * time.Millisecond, BaseDelay: base}, 2800 * time.Millisecond, 0, "deadline reached: next wait 1.23s, with 1.2s left before Policy.Timeout"},
+		{Policy{Timeout: 2700 * time.Millisecond, BaseDelay: base}, 2700 * time.Millisecond, 0, "deadline reached: next wait 1.23s, with 1.2s left before Policy.Timeout"},
+	} {
+		ft := newFakeTime()
+		p := ft.with(tt.p)
+		p.MaxAttempts, p.Jitter = 2, NoJitter
+		err := Do(ft.deadlineCtx(t, tt.ctxTimeout), func(context.Context) error {
+			ft.advance(1500 * time.Millisecond)
+			return hintErr(tt.hint)
+		}, p)
+		if want := "retry: gave up after 1 attempt in 1.5s (" + tt.want + "): slow down"; fmt.Sprint(err) != want ||
+			errors.Is(err, context.DeadlineExceeded) != strings.HasPrefix(tt.want, "deadline reached") {
+			t.Errorf("Do() = %v; want %q, reaching context.DeadlineExceeded if the deadline was reached", err, want)
+		}
 	}
 	// Whatever fn's error says, Error() is valid UTF-8 with no control character but tab.
 	var msg strings.Builder
 	for r := rune(0); r < 0x3000; r++ {
 		msg.WriteRune(r)
 	}
-	for b := 0; b < 256; b++ {
+	for b := range 256 {
 		msg.WriteByte(byte(b))
 	}
 	got := (&RetryExhausted{Attempts: 1, Last: errors.New(msg.String())}).Error()
@@ -170,6 +142,8 @@ func TestReasonString(t *testing.T) {
 
 // The mark ends the call after one attempt and is found anywhere in the
 // chain; errors.Is and errors.As see through it, and the message is err's.
+// Do keeps the mark, so an error marked in an inner Do stops the outer Do
+// too; an inner Do that gives up is retried like any other error.
 func TestPermanent(t *testing.T) {
 	if err := Permanent(nil); err != nil {
 		t.Errorf("Permanent(nil) = %v; want nil", err)
@@ -187,37 +161,19 @@ func TestPermanent(t *testing.T) {
 	if permanent, _ := inspect(errors.Join(unwrapsToNil{}, errBoom)); permanent {
 		t.Errorf("inspect(a chain without the mark) = true; want false")
 	}
-}
-
-// Do keeps the mark, so an error marked in an inner Do stops the outer Do
-// too; an inner Do that gives up is retried like any other error.
-func TestPermanentAcrossNestedDo(t *testing.T) {
-	tests := []struct {
-		name       string
-		err        error // what the inner fn returns
-		innerCalls int   // per outer attempt
-		outerCalls int
-	}{
-		{"mark outermost", Permanent(errBoom), 1, 1},
-		{"mark deeper", fmt.Errorf("get: %w", Permanent(errBoom)), 1, 1},
-		{"no mark", errBoom, 2, 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			inner, outer := 0, 0
-			err := Do(context.Background(), func(ctx context.Context) error {
-				outer++
-				return Do(ctx, func(context.Context) error { inner++; return tt.err }, ft.with(Policy{MaxAttempts: 2}))
-			}, ft.with(Policy{MaxAttempts: 3}))
-			if outer != tt.outerCalls || inner != tt.innerCalls*tt.outerCalls {
-				t.Errorf("outer, inner calls = %d, %d; want %d, %d", outer, inner, tt.outerCalls, tt.innerCalls*tt.outerCalls)
-			}
-			var re *RetryExhausted
-			marked := tt.outerCalls == 1
-			if marked && err != tt.err || !marked && (!errors.As(err, &re) || re.Attempts != 3 || !errors.Is(err, errBoom)) {
-				t.Errorf("Do() = %v; want the marked error as the inner fn returned it, or a RetryExhausted after 3 that reaches boom", err)
-			}
-		})
+	for _, tt := range []struct {
+		err   error // what the inner fn returns
+		calls int   // of the inner fn, 2 per outer attempt unless marked
+	}{{err, 1}, {errBoom, 6}} {
+		ft, calls := newFakeTime(), 0
+		got := Do(context.Background(), func(ctx context.Context) error {
+			return Do(ctx, func(context.Context) error { calls++; return tt.err }, ft.with(Policy{MaxAttempts: 2}))
+		}, ft.with(Policy{MaxAttempts: 3}))
+		if calls != tt.calls || tt.calls == 1 && got != tt.err {
+			t.Errorf("nested Do() = %v after %d calls of the inner fn; want %d", got, calls, tt.calls)
+		}
+		if tt.calls > 1 && !errors.Is(wantExhausted(t, got, MaxAttemptsReached, 3), errBoom) {
+			t.Errorf("nested Do() = %v; want it to reach boom", got)
+		}
 	}
 }
