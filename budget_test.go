@@ -157,7 +157,7 @@ func TestBudgetTokenReturnedWhenTheRetryDoesNotHappen(t *testing.T) {
 		{"ctx cancelled during the wait", Policy{Sleeper: sleeper(func(ctx context.Context) error { cancel(); return ctx.Err() })}, failOnce, 2, Canceled},
 		{"ctx cancelled during the default Sleeper's wait", Policy{BaseDelay: time.Hour, MaxDelay: time.Hour,
 			OnRetry: func(context.Context, int, error, time.Duration) { cancel() }}, failOnce, 2, Canceled},
-		{"the Sleeper failed", Policy{Sleeper: sleeper(func(context.Context) error { return errPanic })}, failOnce, 2, SleepFailed},
+		{"the Sleeper failed", Policy{Sleeper: sleeper(func(context.Context) error { return errBoom })}, failOnce, 2, SleepFailed},
 		{"the Sleeper panicked", Policy{Sleeper: sleeper(func(context.Context) error { panic(errPanic) })}, failOnce, 2, panics},
 		{"OnRetry panicked", Policy{OnRetry: func(context.Context, int, error, time.Duration) { panic(errPanic) }}, failOnce, 2, panics},
 		{"the Clock panicked after the wait", Policy{Timeout: time.Hour, Sleeper: sleeper(func(context.Context) error { slept = true; return nil }),
