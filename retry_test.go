@@ -301,7 +301,7 @@ const ends Reason = -1
 // (Canceled), or moves the Clock past Policy.Timeout (DeadlineReached), at one point. A call
 // that stops there reaches ctx's error and cause or context.DeadlineExceeded, and says so; it
 // asks IsRetryable, and announces a retry with OnRetry, only past those points; OnDone sees its
-// error; the Budget gets one deposit if fn was called, and back the token of a retry not made.
+// error.
 func TestRule(t *testing.T) {
 	errShutdown := errors.New("shutting down")
 	refuse := func(error) bool { return false }
@@ -374,17 +374,9 @@ func TestRule(t *testing.T) {
 				case p.Timeout < 0:
 					p.Timeout = 0
 				}
-				tokens := 1.0 // after Do: 0.5 per call that calls fn, and no token kept
-				if p.Budget == nil {
-					p.Budget = NewBudget(0.5, 2)
-					p.Budget.spend()
-					if tokens = 1; tt.attempts > 0 {
-						tokens = 1.5
-					}
-				} else {
+				if p.Budget != nil {
 					p.Budget = NewBudget(0, 1)
-					p.Budget.spend()
-					tokens = 0
+					p.Budget.spend() // empty
 				}
 				p.IsRetryable = func(err error) bool {
 					asked++
@@ -476,9 +468,8 @@ func TestRule(t *testing.T) {
 					t.Errorf("IsRetryable, Jitter, OnRetry calls = %d, %d, %d; want %d, none before IsRetryable, %d",
 						asked, jittered, retries, wantAsked, wantRetries)
 				}
-				if len(done) != 1 || done[0].ctx != ctx || done[0].attempts != calls || done[0].err != err || p.Budget.Tokens() != tokens {
-					t.Errorf("OnDone calls %+v, Budget tokens %v; want one with Do's ctx, attempts and error, %v tokens",
-						done, p.Budget.Tokens(), tokens)
+				if len(done) != 1 || done[0].ctx != ctx || done[0].attempts != calls || done[0].err != err {
+					t.Errorf("OnDone calls %+v; want one with Do's ctx, attempts and error", done)
 				}
 			})
 		}
@@ -898,72 +889,48 @@ func TestOutOfRange(t *testing.T) {
 	}
 }
 
-// OnRetry sees the ctx of the call, the failed attempt, its error and the wait.
+// OnRetry sees Do's ctx, the number of the attempt that failed, its error and the wait. The
+// wait counts from when it was chosen: the Sleeper gets what OnRetry left of it, at least 0 and
+// no more if the Clock goes back, so no wait ends after a deadline.
 func TestOnRetry(t *testing.T) {
 	type key struct{}
-	type call struct {
-		ctx     any
-		attempt int
-		err     error
-		wait    time.Duration
-	}
-	ft := newFakeTime()
-	var got []call
-	p := ft.with(Policy{MaxAttempts: 4, Rand: seqRand(1)})
-	p.OnRetry = func(ctx context.Context, attempt int, err error, wait time.Duration) {
-		got = append(got, call{ctx.Value(key{}), attempt, err, wait})
-	}
-	errs := []error{errors.New("e1"), errors.New("e2"), errors.New("e3"), errors.New("e4")}
-	i := 0
-	Do(context.WithValue(context.Background(), key{}, "request 42"), func(context.Context) error { i++; return errs[i-1] }, p)
-	waits := ft.Waits()
-	if len(got) != 3 || len(waits) != 3 {
-		t.Fatalf("OnRetry calls, waits = %d, %d; want 3, 3", len(got), len(waits))
-	}
-	for i, c := range got {
-		if want := (call{"request 42", i + 1, errs[i], waits[i]}); c != want {
-			t.Errorf("OnRetry call %d = %v; want %v", i, c, want)
-		}
-	}
-}
-
-// The wait counts from when it was chosen: the Sleeper gets what OnRetry left of it, at
-// least 0 and no more if the Clock goes back, so no wait ends after a deadline.
-func TestOnRetryTimeComesOffTheWait(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {
 		name       string
 		p          Policy
 		ctxTimeout time.Duration
 		onRetry    time.Duration // fake time OnRetry takes
-		chosen     time.Duration // the wait OnRetry is given
+		chosen     time.Duration // the waits OnRetry is given
 		sleeps     []time.Duration
 		reason     Reason
 	}{
-		{"OnRetry takes no time", Policy{MaxAttempts: 2}, 0, 0, 100 * ms, []time.Duration{100 * ms}, MaxAttemptsReached},
+		{"OnRetry takes no time", Policy{MaxAttempts: 4}, 0, 0, 100 * ms, []time.Duration{100 * ms, 100 * ms, 100 * ms}, MaxAttemptsReached},
 		{"OnRetry takes 30ms", Policy{MaxAttempts: 2}, 0, 30 * ms, 100 * ms, []time.Duration{70 * ms}, MaxAttemptsReached},
 		{"OnRetry takes the whole wait", Policy{MaxAttempts: 2}, 0, 100 * ms, 100 * ms, []time.Duration{0}, MaxAttemptsReached},
 		{"OnRetry outlasts the wait", Policy{MaxAttempts: 2}, 0, 2 * time.Second, 100 * ms, []time.Duration{0}, MaxAttemptsReached},
 		{"the Clock goes back an hour in OnRetry", Policy{MaxAttempts: 2}, 0, -time.Hour, 100 * ms, []time.Duration{100 * ms}, MaxAttemptsReached},
-		// the 1s wait chosen at 0s ends at 1s; the next, 2s, would end past the deadline
-		{"Timeout", Policy{BaseDelay: time.Second, Timeout: 1500 * ms}, 0, 800 * ms, time.Second, []time.Duration{200 * ms}, DeadlineReached},
-		{"ctx deadline", Policy{BaseDelay: time.Second}, 1500 * ms, 800 * ms, time.Second, []time.Duration{200 * ms}, DeadlineReached},
+		// the 1s wait chosen at 0s ends at 1s; the next, 1s, would end past the deadline
+		{"Timeout", Policy{Timeout: 1500 * ms}, 0, 800 * ms, time.Second, []time.Duration{200 * ms}, DeadlineReached},
+		{"ctx deadline", Policy{}, 1500 * ms, 800 * ms, time.Second, []time.Duration{200 * ms}, DeadlineReached},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTime()
-			var chosen []time.Duration
+			calls, seen := 0, 0
+			fn := func(context.Context) error { calls++; return &customErr{fmt.Sprint(calls)} }
 			p := ft.with(tt.p)
-			p.MaxDelay, p.Jitter = time.Minute, NoJitter
-			p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
-				chosen = append(chosen, wait)
+			p.BaseDelay, p.MaxDelay, p.Jitter = tt.chosen, tt.chosen, NoJitter
+			p.OnRetry = func(ctx context.Context, attempt int, err error, wait time.Duration) {
+				if seen++; ctx.Value(key{}) != tt.name || attempt != seen || err.Error() != fmt.Sprint(seen) || wait != tt.chosen {
+					t.Errorf("OnRetry(%v, %d, %v, %v); want Do's ctx, %d, its error, %v", ctx.Value(key{}), attempt, err, wait, seen, tt.chosen)
+				}
 				ft.advance(tt.onRetry)
 			}
-			err := Do(ft.deadlineCtx(t, tt.ctxTimeout), failOnce, p)
-			if len(chosen) != 1 || chosen[0] != tt.chosen || !slices.Equal(ft.Waits(), tt.sleeps) {
-				t.Errorf("OnRetry waits, Sleeper waits = %v, %v; want [%v], %v", chosen, ft.Waits(), tt.chosen, tt.sleeps)
+			err := Do(context.WithValue(ft.deadlineCtx(t, tt.ctxTimeout), key{}, tt.name), fn, p)
+			if seen != len(tt.sleeps) || !slices.Equal(ft.Waits(), tt.sleeps) {
+				t.Errorf("OnRetry calls, Sleeper waits = %d, %v; want %d, %v", seen, ft.Waits(), len(tt.sleeps), tt.sleeps)
 			}
-			wantExhausted(t, err, tt.reason, 2)
+			wantExhausted(t, err, tt.reason, seen+1)
 		})
 	}
 }
@@ -1217,18 +1184,7 @@ func BenchmarkDo(b *testing.B) {
 	run("success-timeout", Policy{Timeout: time.Minute}, succeed)
 	run("success-attempt-timeout", Policy{AttemptTimeout: time.Minute}, succeed)
 	run("3-retries-no-wait", Policy{Jitter: zeroJitter}, failThrice)
-	run("success-hooks", Policy{OnRetry: onRetryNop, OnDone: onDoneNop}, succeed)
-	run("3-retries-no-wait-hooks", Policy{Jitter: zeroJitter, OnRetry: onRetryNop, OnDone: onDoneNop}, failThrice)
 	run("3-retries-real-timer", Policy{BaseDelay: time.Microsecond, MaxDelay: time.Microsecond, Jitter: NoJitter}, failThrice)
-	b.Run("DoValue-success", func(b *testing.B) {
-		b.ReportAllocs()
-		value := func(context.Context) (int, error) { return 42, nil }
-		for range b.N {
-			if v, err := DoValue(ctx, value, Policy{}); err != nil || v != 42 {
-				b.Fatal(v, err)
-			}
-		}
-	})
 }
 
 // FuzzDo runs Do on fake time with arbitrary Policy fields, failures,
