@@ -135,44 +135,23 @@ func ExamplePolicy_onDone() {
 		},
 	})
 	m := newCallSite()
-	var now time.Time // fake time keeps the example instant and its output fixed
-	clock := retry.ClockFunc(func() time.Time { return now })
-	sleep := retry.SleeperFunc(func(ctx context.Context, d time.Duration) error {
-		now = now.Add(d)
-		return ctx.Err()
-	})
-	errUnavailable := errors.New("service unavailable")
-	p := retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: clock, Sleeper: sleep}
+	ft := &fakeTime{} // fake time keeps the example instant and its output fixed
+	p := retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft}
 	p = instrument(p, m, slog.New(requestIDHandler{text}))
 
-	failing := func(failures int, err error) func(context.Context) error {
-		calls := 0
-		return func(context.Context) error {
-			if calls++; calls <= failures {
-				return err
-			}
-			return nil
-		}
+	for id, errs := range [][]error{ // that the client's Ping returns, one per call
+		nil,
+		{errUnavailable, errUnavailable},
+		{errUnavailable, errUnavailable, errUnavailable},
+		{retry.Permanent(errors.New("404 not found"))},
+	} {
+		ctx := withRequestID(context.Background(), "r"+strconv.Itoa(id+1))
+		retry.Do(ctx, (&pinger{errs: errs}).Ping, p)
 	}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	for id, call := range []struct {
-		ctx context.Context
-		fn  func(context.Context) error
-	}{
-		{context.Background(), failing(0, nil)},
-		{context.Background(), failing(2, errUnavailable)},
-		{context.Background(), failing(9, errUnavailable)},
-		{context.Background(), failing(9, retry.Permanent(errors.New("404 not found")))},
-		{cancelled, failing(0, nil)},
-	} {
-		ctx := withRequestID(call.ctx, "r"+strconv.Itoa(id+1))
-		retry.Do(ctx, call.fn, p)
-	}
-	fmt.Println(m.outcomes)
-	fmt.Println(m.attempts)
-	fmt.Println(m.elapsed)
-	fmt.Println("retries:", m.retries.Value())
+	retry.Do(withRequestID(cancelled, "r5"), (&pinger{}).Ping, p) // a ctx done before the first call
+	fmt.Printf("%v\n%v\n%v\nretries: %d\n", m.outcomes, m.attempts, m.elapsed, m.retries.Value())
 	// Output:
 	// level=DEBUG msg=retrying attempt=1 err="service unavailable" wait=100ms request_id=r2
 	// level=DEBUG msg=retrying attempt=2 err="service unavailable" wait=200ms request_id=r2

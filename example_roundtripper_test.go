@@ -2,6 +2,7 @@ package retry_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -151,16 +152,11 @@ func replayable(req *http.Request, limit int64) {
 // that cannot be rebuilt, is sent once; a GET that keeps failing returns
 // its last response, as it would without retries.
 func Example_roundTripper() {
-	var mu sync.Mutex
-	hits := map[string]int{}
+	var seen sync.Map // the paths that had a request
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		hits[r.URL.Path]++
-		n := hits[r.URL.Path]
-		mu.Unlock()
 		fmt.Printf("server: %s %s %q\n", r.Method, r.URL.Path, body)
-		if r.URL.Path == "/down" || n == 1 {
+		if _, again := seen.LoadOrStore(r.URL.Path, true); !again || r.URL.Path == "/down" {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
@@ -215,25 +211,32 @@ func Example_roundTripper() {
 	//   = 503 Service Unavailable "busy\n"
 }
 
-// TestRoundTripper checks the rows of the README's table after the first,
-// and that retryTransport drains a short response that it retries, so
-// that one connection serves every attempt.
+// TestRoundTripper checks retryTransport's doc: it drains a short
+// response that it retries, so that one connection serves every attempt;
+// it returns the last attempt's error, or its response when it gives up on
+// a status, at a deadline too; Do's error when ctx is cancelled; and it
+// closes the body of a request that it does not send. With MaxAttempts 1,
+// net/http's Transport still sends a request a second time when the reused
+// connection breaks after the server read it, unless it is a POST without
+// an Idempotency-Key.
 func TestRoundTripper(t *testing.T) {
-	var conns, resets atomic.Int32
+	var conns, resets, breaks atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/reset" && resets.Add(1) > 2 {
+		io.Copy(io.Discard, r.Body)
+		switch {
+		case r.URL.Path == "/reset" && resets.Add(1) > 2, r.URL.Path == "/break" && breaks.Add(1) == 1:
 			conn, _, _ := w.(http.Hijacker).Hijack()
-			conn.Close() // a network error, after two 503s
-			return
-		}
-		if r.URL.Path == "/hang" { // a 503 whose body never ends
+			conn.Close() // the server has the request; the client gets no answer
+		case r.URL.Path == "/break":
+			fmt.Fprint(w, "ok")
+		case r.URL.Path == "/hang": // a 503 whose body never ends
 			w.WriteHeader(http.StatusServiceUnavailable)
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
-			return
+		default:
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, strings.Repeat("busy ", 1000), http.StatusServiceUnavailable)
 		}
-		w.Header().Set("Retry-After", "0")
-		http.Error(w, strings.Repeat("busy ", 1000), http.StatusServiceUnavailable)
 	}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -244,22 +247,30 @@ func TestRoundTripper(t *testing.T) {
 	defer srv.Close()
 	untilDone := retry.SleeperFunc(func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() })
 	for _, tt := range []struct {
-		name, path string
-		ctx        string // "": Background; "timeout": 250ms; "done": cancelled at once; "cancel": by OnRetry
-		p          retry.Policy
-		want       string // RoundTrip's error, or the response and what reading its body gave
-		conns      int32  // if not 0
-		unsent     bool   // RoundTrip must close the request's body, which it does not send
+		name, method, path string
+		keyed              bool   // the request has an Idempotency-Key
+		ctx                string // "": Background; "timeout": 250ms; "done": cancelled at once; "cancel": by OnRetry
+		p                  retry.Policy
+		want               string // RoundTrip's error, or the response and what reading its body gave
+		conns, sent        int32  // if not 0: the connections opened, and the requests to /break
+		unsent             bool   // RoundTrip must close the request's body, which it does not send
 	}{
-		{"drains what it retries", "/", "", retry.Policy{MaxAttempts: 4}, "503, 5001 bytes, <nil>", 1, false},
-		{"the last attempt's error", "/reset", "", retry.Policy{MaxAttempts: 3}, "max attempts reached after 3", 0, false},
-		{"request ctx cancelled", "/", "cancel", retry.Policy{}, "canceled after 1", 0, false},
-		{"next wait past ctx's deadline", "/hang", "timeout", retry.Policy{BaseDelay: time.Hour}, "503, 0 bytes, context deadline exceeded", 0, false},
-		{"ctx's timer ends the wait", "/hang", "timeout", retry.Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Sleeper: untilDone},
-			"503, 0 bytes, context deadline exceeded", 0, false},
-		{"AttemptTimeout set", "/", "", retry.Policy{AttemptTimeout: time.Second}, "retryTransport: Policy.AttemptTimeout and Timeout must be 0", 0, true},
-		{"invalid Policy", "/", "", retry.Policy{MaxAttempts: -1}, "retry: invalid policy", 0, true},
-		{"ctx done", "/", "done", retry.Policy{}, "canceled after 0", 0, true},
+		{name: "drains what it retries", path: "/", p: retry.Policy{MaxAttempts: 4}, want: "503, 5001 bytes, <nil>", conns: 1},
+		{name: "the last attempt's error", path: "/reset", p: retry.Policy{MaxAttempts: 3}, want: "max attempts reached after 3"},
+		{name: "request ctx cancelled", path: "/", ctx: "cancel", want: "canceled after 1"},
+		{name: "next wait past ctx's deadline", path: "/hang", ctx: "timeout", p: retry.Policy{BaseDelay: time.Hour},
+			want: "503, 0 bytes, context deadline exceeded"},
+		{name: "ctx's timer ends the wait", path: "/hang", ctx: "timeout",
+			p:    retry.Policy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Sleeper: untilDone},
+			want: "503, 0 bytes, context deadline exceeded"},
+		{name: "AttemptTimeout set", path: "/", p: retry.Policy{AttemptTimeout: time.Second},
+			want: "error: retryTransport: Policy.AttemptTimeout and Timeout must be 0", unsent: true},
+		{name: "invalid Policy", path: "/", p: retry.Policy{MaxAttempts: -1}, want: "error: retry: invalid policy", unsent: true},
+		{name: "ctx done", path: "/", ctx: "done", want: "canceled after 0", unsent: true},
+		{name: "GET, sent again by net/http", method: "GET", path: "/break", p: retry.Policy{MaxAttempts: 1}, want: "200, 2 bytes", sent: 2},
+		{name: "POST with an Idempotency-Key, sent again by net/http", method: "POST", path: "/break", keyed: true,
+			p: retry.Policy{MaxAttempts: 1}, want: "200, 2 bytes", sent: 2},
+		{name: "POST, sent once", method: "POST", path: "/break", p: retry.Policy{MaxAttempts: 1}, want: "error: ", sent: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -273,16 +284,27 @@ func TestRoundTripper(t *testing.T) {
 			case "cancel":
 				tt.p.OnRetry = func(context.Context, int, error, time.Duration) { cancel() }
 			}
+			conns.Store(0)
+			breaks.Store(0)
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			if warm, err := (&http.Client{Transport: tr}).Get(srv.URL + "/warm"); err == nil {
+				io.Copy(io.Discard, warm.Body) // which leaves an idle connection for the request
+				warm.Body.Close()
+			}
+
 			body := &bodyRecorder{Reader: strings.NewReader("x")}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+tt.path, body)
+			req, _ := http.NewRequestWithContext(ctx, cmp.Or(tt.method, http.MethodPut), srv.URL+tt.path, body)
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
+			if tt.keyed {
+				req.Header.Set("Idempotency-Key", "order-7")
+			}
 			if tt.p.Sleeper == nil {
 				tt.p.Sleeper = noWait
 			}
-			conns.Store(0)
-			resp, err := (&retryTransport{Base: srv.Client().Transport, Policy: tt.p}).RoundTrip(req)
+			resp, err := (&retryTransport{Base: tr, Policy: tt.p}).RoundTrip(req)
 			var re *retry.RetryExhausted
-			got := fmt.Sprint(err)
+			got := fmt.Sprint("error: ", err)
 			switch {
 			case errors.As(err, &re):
 				got = fmt.Sprintf("%v after %d", re.Reason, re.Attempts)
@@ -300,99 +322,12 @@ func TestRoundTripper(t *testing.T) {
 			if n := conns.Load(); tt.conns != 0 && n != tt.conns {
 				t.Errorf("RoundTrip() used %d connections; want %d", n, tt.conns)
 			}
-		})
-	}
-}
-
-// TestRoundTripperReplay: with MaxAttempts 1, net/http's Transport still
-// sends a GET, or a POST with an Idempotency-Key, a second time when the
-// reused connection breaks after the server read the request; a POST
-// without the key reaches the server once, as retryTransport's doc says.
-func TestRoundTripperReplay(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		if r.URL.Path == "/break" && hits.Add(1) == 1 {
-			conn, _, _ := w.(http.Hijacker).Hijack()
-			conn.Close() // the server has the request; the client gets no answer
-			return
-		}
-		fmt.Fprint(w, "ok")
-	}))
-	defer srv.Close()
-	for _, tt := range []struct {
-		name, method, key string
-		hits              int32
-		want              string // the response's status, or "error"
-	}{
-		{"GET", http.MethodGet, "", 2, "200 OK"},
-		{"POST with an Idempotency-Key", http.MethodPost, "order-7", 2, "200 OK"},
-		{"POST", http.MethodPost, "", 1, "error"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			tr := &http.Transport{}
-			defer tr.CloseIdleConnections()
-			client := &http.Client{Transport: &retryTransport{Base: tr, Policy: retry.Policy{MaxAttempts: 1}}}
-			resp, err := client.Get(srv.URL + "/warm") // leaves an idle connection for the next request
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-
-			hits.Store(0)
-			var body io.Reader = http.NoBody
-			if tt.method == http.MethodPost {
-				body = strings.NewReader("order 7") // GetBody can rebuild it
-			}
-			req, _ := http.NewRequest(tt.method, srv.URL+"/break", body)
-			if tt.key != "" {
-				req.Header.Set("Idempotency-Key", tt.key)
-			}
-			got := "error"
-			if resp, err := client.Do(req); err == nil {
-				got = resp.Status
-				resp.Body.Close()
-			}
-			if got != tt.want || hits.Load() != tt.hits {
-				t.Errorf("%s with MaxAttempts 1: %s, %d requests reached the server; want %s, %d", tt.method, got, hits.Load(), tt.want, tt.hits)
+			if n := breaks.Load(); tt.sent != 0 && n != tt.sent {
+				t.Errorf("requests that reached the server = %d; want %d", n, tt.sent)
 			}
 		})
 	}
 }
-
-// result is body, or err's message.
-func result(body []byte, err error) string {
-	if err != nil {
-		return err.Error()
-	}
-	return string(body)
-}
-
-// openBodies is a RoundTripper that counts the response bodies it hands out
-// and have not been closed.
-type openBodies struct {
-	base http.RoundTripper
-	open atomic.Int32
-}
-
-func (o *openBodies) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := o.base.RoundTrip(req)
-	if err == nil {
-		o.open.Add(1)
-		resp.Body = &onClose{ReadCloser: resp.Body, close: func() { o.open.Add(-1) }}
-	}
-	return resp, err
-}
-
-// onClose calls close once, when the body is first closed.
-type onClose struct {
-	io.ReadCloser
-	close func()
-	once  sync.Once
-}
-
-func (c *onClose) Close() error { c.once.Do(c.close); return c.ReadCloser.Close() }
 
 // TestReverseProxyRetries: an httputil.ReverseProxy whose Transport is
 // retryTransport, in front of a backend that fails twice, sends a 1 MiB PUT
@@ -400,15 +335,12 @@ func (c *onClose) Close() error { c.once.Do(c.close); return c.ReadCloser.Close(
 // Idempotency-Key, once; and leaves no response body open.
 func TestReverseProxyRetries(t *testing.T) {
 	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
-	var mu sync.Mutex
-	var got [][]byte // what the backend read, request by request
+	var requests atomic.Int32
+	var intact atomic.Bool // whether the backend read the last request's body whole
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, b)
-		n := len(got)
-		mu.Unlock()
-		if n%3 != 0 { // fails twice, then succeeds
+		intact.Store(bytes.Equal(b, body))
+		if requests.Add(1)%3 != 0 { // fails twice, then succeeds
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
@@ -416,10 +348,10 @@ func TestReverseProxyRetries(t *testing.T) {
 	}))
 	defer backend.Close()
 	target, _ := url.Parse(backend.URL)
-	transport := &openBodies{base: backend.Client().Transport}
+	responses := &recorder{base: backend.Client().Transport}
 	proxy := &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
-		Transport: &retryTransport{Base: transport, Policy: retry.Policy{Sleeper: noWait}},
+		Transport: &retryTransport{Base: responses, Policy: retry.Policy{Sleeper: noWait}},
 	}
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		replayable(r, 2<<20)
@@ -429,29 +361,27 @@ func TestReverseProxyRetries(t *testing.T) {
 	for _, tt := range []struct {
 		method   string
 		status   int
-		requests int
+		requests int32
 	}{
 		{http.MethodPut, http.StatusOK, 3},
 		{http.MethodPost, http.StatusServiceUnavailable, 1},
 	} {
-		got = nil
+		requests.Store(0)
 		req, _ := http.NewRequest(tt.method, front.URL+"/object", io.MultiReader(bytes.NewReader(body))) // no GetBody
 		resp, err := front.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		mu.Lock()
-		intact := len(got) > 0 && bytes.Equal(got[len(got)-1], body)
-		if resp.StatusCode != tt.status || len(got) != tt.requests || !intact {
+		if resp.StatusCode != tt.status || requests.Load() != tt.requests || !intact.Load() {
 			t.Errorf("%s through the proxy: %d after %d requests, the last body intact %v; want %d after %d, intact",
-				tt.method, resp.StatusCode, len(got), intact, tt.status, tt.requests)
+				tt.method, resp.StatusCode, requests.Load(), intact.Load(), tt.status, tt.requests)
 		}
-		mu.Unlock()
 	}
 	front.Close() // waits for the proxy's handlers to return
-	if n := transport.open.Load(); n != 0 {
-		t.Errorf("response bodies left open: %d; want 0", n)
+	for i, b := range responses.bodies {
+		if !b.closed {
+			t.Errorf("response %d of %d: body left open", i+1, len(responses.bodies))
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -174,13 +175,8 @@ var (
 
 // isRetryable retries everything but the errors a retry cannot fix.
 func isRetryable(err error) bool {
-	for _, permanent := range []error{ErrInvalid, ErrUnauthenticated, ErrForbidden, ErrNotFound,
-		ErrConflict} {
-		if errors.Is(err, permanent) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc([]error{ErrInvalid, ErrUnauthenticated, ErrForbidden, ErrNotFound, ErrConflict},
+		func(permanent error) bool { return errors.Is(err, permanent) })
 }
 
 // A predicate makes errors that another attempt cannot fix fail fast:
@@ -217,41 +213,30 @@ func ExamplePermanent() {
 }
 
 // When Do gives up, errors.As finds the *RetryExhausted, which says after
-// how many attempts and why, and errors.Is reaches fn's last error.
+// how many attempts and why, and errors.Is reaches fn's last error. A
+// deadline that ends the retries while ctx is alive gives DeadlineReached,
+// whichever deadline it was, and reaches context.DeadlineExceeded, so one
+// errors.Is maps it to a 504; the message says which deadline. Canceled is
+// kept for a ctx that is done.
 func ExampleRetryExhausted() {
-	err := retry.Do(context.Background(), func(ctx context.Context) error {
-		return errUnavailable
-	}, retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Sleeper: noWait})
-
-	var re *retry.RetryExhausted
-	if errors.As(err, &re) {
-		fmt.Println(re.Attempts, re.Reason, re.Last)
-	}
-	fmt.Println(errors.Is(err, errUnavailable))
-	// Output:
-	// 3 max attempts reached service unavailable
-	// true
-}
-
-// A deadline that ends the retries while ctx is alive gives
-// DeadlineReached, whichever deadline it was, and reaches
-// context.DeadlineExceeded, so one errors.Is maps it to a 504; the
-// message says which deadline. Canceled is kept for a ctx that is done.
-func ExampleRetryExhausted_deadline() {
 	ft := &fakeTime{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	err := retry.Do(context.Background(), func(ctx context.Context) error {
+	unavailable := func(ctx context.Context) error {
 		ft.now = ft.now.Add(400 * time.Millisecond) // each call takes 400ms
 		return errUnavailable
-	}, retry.Policy{Timeout: time.Second, BaseDelay: 300 * time.Millisecond, Jitter: retry.NoJitter,
-		Clock: ft, Sleeper: ft})
-
-	var re *retry.RetryExhausted
-	if errors.As(err, &re) {
-		fmt.Println(re.Attempts, re.Reason, errors.Is(err, context.DeadlineExceeded))
 	}
-	fmt.Println(err)
+	for _, p := range []retry.Policy{{MaxAttempts: 3}, {Timeout: time.Second, BaseDelay: 300 * time.Millisecond}} {
+		p.Jitter, p.Clock, p.Sleeper = retry.NoJitter, ft, ft
+		err := retry.Do(context.Background(), unavailable, p)
+		var re *retry.RetryExhausted
+		if errors.As(err, &re) {
+			fmt.Println(re.Attempts, re.Reason, re.Last, errors.Is(err, errUnavailable), errors.Is(err, context.DeadlineExceeded))
+		}
+		fmt.Println(err)
+	}
 	// Output:
-	// 2 deadline reached true
+	// 3 max attempts reached service unavailable true false
+	// retry: gave up after 3 attempts in 1.5s (max attempts reached): service unavailable
+	// 2 deadline reached service unavailable true true
 	// retry: gave up after 2 attempts in 1.1s (deadline reached: Policy.Timeout passed): service unavailable
 }
 
@@ -284,7 +269,6 @@ func ExampleEqualJitter() {
 // DecorrelatedJitter draws each wait between base and three times the
 // previous one, capped at MaxDelay.
 func ExampleDecorrelatedJitter() {
-	// Each wait is drawn from [base, 3·prev], capped at MaxDelay.
 	prev := 100 * time.Millisecond
 	for _, u := range []float64{0.5, 0.5, 0.5, 0.9, 0.9} {
 		prev = retry.DecorrelatedJitter(0, 100*time.Millisecond, 2*time.Second, prev, u)
@@ -300,14 +284,8 @@ func ExampleDecorrelatedJitter() {
 func ExamplePolicy_fakeTime() {
 	ft := &fakeTime{now: time.Now()} // not a fixed date: Do measures ctx's deadline on Clock
 	start := ft.now
-	p := retry.Policy{
-		MaxAttempts: 10,
-		BaseDelay:   time.Second,
-		Timeout:     8 * time.Second,
-		Jitter:      retry.NoJitter,
-		Clock:       ft,
-		Sleeper:     ft,
-	}
+	p := retry.Policy{MaxAttempts: 10, BaseDelay: time.Second, Timeout: 8 * time.Second, Jitter: retry.NoJitter,
+		Clock: ft, Sleeper: ft}
 	err := retry.Do(context.Background(), func(ctx context.Context) error {
 		fmt.Println("call at", ft.now.Sub(start))
 		return errUnavailable
@@ -361,8 +339,7 @@ func ExampleAfter() {
 			OnRetry: func(_ context.Context, _ int, _ error, wait time.Duration) {
 				fmt.Println("waiting", wait)
 			},
-			Clock:   ft,
-			Sleeper: ft,
+			Clock: ft, Sleeper: ft,
 		})
 		fmt.Println(calls, err, errors.Is(err, errBusy))
 	}
@@ -400,16 +377,12 @@ func ExampleParseRetryAfter() {
 func Example_retryAfterHeader() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch hits.Add(1) {
-		case 1:
-			w.Header().Set("Retry-After", "2")
-			w.WriteHeader(http.StatusServiceUnavailable)
-		case 2:
-			w.Header().Set("Retry-After", "3")
-			w.WriteHeader(http.StatusTooManyRequests)
-		default:
-			fmt.Fprint(w, "hello")
+		if n := hits.Add(1); n <= 2 {
+			w.Header().Set("Retry-After", fmt.Sprint(n+1)) // 2s, then 3s
+			w.WriteHeader([]int{http.StatusServiceUnavailable, http.StatusTooManyRequests}[n-1])
+			return
 		}
+		fmt.Fprint(w, "hello")
 	}))
 	defer srv.Close()
 
@@ -445,22 +418,6 @@ func Example_notFound() {
 	_, err := getBody(context.Background(), srv.Client(), srv.URL+"/missing", p)
 	fmt.Println(err, "after", hits.Load(), "call")
 	// Output: 404 Not Found after 1 call
-}
-
-// A Retry-After longer than MaxDelay ends the retries at once: Do neither
-// waits 2 minutes nor calls again sooner than the server asked.
-func Example_retryAfterTooLong() {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Retry-After", "120")
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
-
-	ft := &fakeTime{now: time.Now()}
-	p := retry.Policy{MaxDelay: 10 * time.Second, Clock: ft, Sleeper: ft}
-	_, err := getBody(context.Background(), srv.Client(), srv.URL, p)
-	fmt.Println(err)
-	// Output: retry: gave up after 1 attempt in 0s (retry-after hint too long: 2m0s, above MaxDelay 10s): 503 Service Unavailable
 }
 
 // A POST with a body and an Idempotency-Key, retried after a 503: each
@@ -499,34 +456,6 @@ func Example_postIdempotencyKey() {
 	// created <nil>
 }
 
-// A connection reset halfway through the body fails the attempt that reads
-// it, inside fn, and the next attempt gets the whole body.
-func Example_resetMidBody() {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hits.Add(1) == 1 {
-			conn, _, _ := w.(http.Hijacker).Hijack()
-			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel") // 3 bytes of 5
-			conn.Close()
-			return
-		}
-		fmt.Fprint(w, "hello")
-	}))
-	defer srv.Close()
-
-	p := retry.Policy{
-		OnRetry: func(_ context.Context, attempt int, err error, _ time.Duration) {
-			fmt.Printf("attempt %d: %v; retrying\n", attempt, err)
-		},
-		Sleeper: noWait,
-	}
-	body, err := getBody(context.Background(), srv.Client(), srv.URL, p)
-	fmt.Printf("%s %v\n", body, err)
-	// Output:
-	// attempt 1: unexpected EOF; retrying
-	// hello <nil>
-}
-
 // An attempt that outlives AttemptTimeout is cancelled, and retried since
 // IsRetryable (nil here) does not refuse context.DeadlineExceeded. This
 // example waits for real, for one AttemptTimeout.
@@ -556,38 +485,25 @@ func Example_attemptTimeout() {
 	// hello <nil>
 }
 
-// TestGetFailsFast: a URL without a scheme or a host, and a server whose
-// certificate the client does not trust, fail after one attempt, with no
-// request served.
-func TestGetFailsFast(t *testing.T) {
-	var served atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served.Add(1) }))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes that the client breaks off
-	srv.StartTLS()
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "https://")
-	for _, url := range []string{"//" + host + "/x", "https:///x", host + "/x", srv.URL + "/x"} {
-		attempts := 0
-		p := retry.Policy{Sleeper: noWait, OnDone: func(_ context.Context, n int, _ time.Duration, _ error) { attempts = n }}
-		_, err := getBody(context.Background(), &http.Client{}, url, p) // a client that does not trust srv
-		if _, isRE := err.(*retry.RetryExhausted); isRE || err == nil || attempts != 1 || served.Load() != 0 {
-			t.Errorf("getBody(%q) = %v after %d attempts, %d requests served; want fn's error after 1, 0 served",
-				url, err, attempts, served.Load())
-		}
-	}
-}
-
-// TestHTTPReadsAtMostMaxDrain: each client reads at most maxDrain bytes of
-// an 8 MiB body that it retries or refuses, and closes it; it reads a 2xx
-// body whole, and the transport leaves the response it returns unread.
-func TestHTTPReadsAtMostMaxDrain(t *testing.T) {
+// TestHTTPRecipes runs getBody, postOrder and retryTransport against a
+// server: each reads at most maxDrain bytes of an 8 MiB body that it
+// retries or refuses, and closes it; getBody reads a 2xx body whole, and
+// retries one that a reset cuts off; the transport leaves the response it
+// returns unread. A URL without a scheme or a host, and a server whose
+// certificate the client does not trust, fail at once, with no request served.
+func TestHTTPRecipes(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), 8<<20)
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var hits, resets atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/missing":
 			w.WriteHeader(http.StatusNotFound)
-		case r.URL.Path == "/down" || hits.Add(1) <= 2:
+		case r.URL.Path == "/reset" && resets.Add(1) == 1:
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel") // 3 bytes of 5
+			conn.Close()
+			return
+		case r.URL.Path == "/down" || r.URL.Path == "/" && hits.Add(1) <= 2:
 			w.Header().Set("Retry-After", "0")
 			w.WriteHeader(http.StatusServiceUnavailable)
 		default:
@@ -596,6 +512,8 @@ func TestHTTPReadsAtMostMaxDrain(t *testing.T) {
 		}
 		w.Write(big)
 	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes that the client breaks off
+	srv.StartTLS()
 	defer srv.Close()
 	p := retry.Policy{MaxAttempts: 3, Sleeper: noWait}
 	get := func(c *http.Client, url string) string { return result(getBody(context.Background(), c, url, p)) }
@@ -612,34 +530,36 @@ func TestHTTPReadsAtMostMaxDrain(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		return fmt.Sprintf("%s, %d bytes, %v", resp.Status, len(body), err)
 	}
+	dollars := strings.NewReplacer("$URL", srv.URL, "$HOST", strings.TrimPrefix(srv.URL, "https://"))
 	for _, tt := range []struct {
-		name, path string
-		call       func(c *http.Client, url string) string
-		want       string
-		reads      []int // of each response's body
+		name, url string // $URL is the server's, $HOST its host
+		call      func(c *http.Client, url string) string
+		untrusted bool   // the client does not trust the server's certificate
+		want      string // a prefix, with $URL and $HOST
+		reads     []int  // of each response's body
 	}{
-		{"getBody", "/", get, "ok", []int{maxDrain, maxDrain, 2}},
-		{"getBody/refused", "/missing", get, "404 Not Found", []int{maxDrain}},
-		{"postOrder", "/", post, "ok", []int{maxDrain, maxDrain, 2}},
-		{"retryTransport", "/", transport, "200 OK, 2 bytes, <nil>", []int{maxDrain, maxDrain, 2}},
-		{"retryTransport/gave up", "/down", transport, "503 Service Unavailable, 8388608 bytes, <nil>", []int{maxDrain, maxDrain, 8 << 20}},
+		{"getBody", "$URL/", get, false, "ok", []int{maxDrain, maxDrain, 2}},
+		{"getBody, refused", "$URL/missing", get, false, "404 Not Found", []int{maxDrain}},
+		{"getBody, reset mid-body", "$URL/reset", get, false, "ok", []int{3, 2}},
+		{"postOrder", "$URL/", post, false, "ok", []int{maxDrain, maxDrain, 2}},
+		{"retryTransport, gave up", "$URL/down", transport, false, "503 Service Unavailable, 8388608 bytes, <nil>", []int{maxDrain, maxDrain, 8 << 20}},
+		{"no scheme", "//$HOST/x", get, false, `no scheme or host in URL "//$HOST/x"`, nil},
+		{"no host", "https:///x", get, false, `no scheme or host in URL "https:///x"`, nil},
+		{"no URL", "$HOST/x", get, false, `parse "$HOST/x": first path segment in URL cannot contain colon`, nil},
+		{"untrusted certificate", "$URL/x", get, true, `Get "$URL/x": tls: failed to verify certificate`, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			hits.Store(0)
-			var bodies []*bodyRecorder
-			c := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-				resp, err := srv.Client().Transport.RoundTrip(r)
-				if err == nil {
-					bodies = append(bodies, &bodyRecorder{Reader: resp.Body})
-					resp.Body = bodies[len(bodies)-1]
-				}
-				return resp, err
-			})}
-			if got := tt.call(c, srv.URL+tt.path); got != tt.want {
-				t.Errorf("got %q; want %q", got, tt.want)
+			resets.Store(0)
+			rec := &recorder{base: srv.Client().Transport}
+			if tt.untrusted {
+				rec.base = &http.Transport{}
+			}
+			if got, want := tt.call(&http.Client{Transport: rec}, dollars.Replace(tt.url)), dollars.Replace(tt.want); !strings.HasPrefix(got, want) {
+				t.Errorf("got %q; want %q", got, want)
 			}
 			var reads []int
-			for i, b := range bodies {
+			for i, b := range rec.bodies {
 				reads = append(reads, b.read)
 				if !b.closed {
 					t.Errorf("response %d: body not closed", i+1)
@@ -652,9 +572,33 @@ func TestHTTPReadsAtMostMaxDrain(t *testing.T) {
 	}
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
+// result is body, or err's message.
+func result(body []byte, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return string(body)
+}
 
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+// recorder is a RoundTripper that records the response bodies that base
+// hands out.
+type recorder struct {
+	base   http.RoundTripper
+	mu     sync.Mutex
+	bodies []*bodyRecorder
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.base.RoundTrip(req)
+	if err == nil {
+		b := &bodyRecorder{Reader: resp.Body}
+		r.mu.Lock()
+		r.bodies = append(r.bodies, b)
+		r.mu.Unlock()
+		resp.Body = b
+	}
+	return resp, err
+}
 
 // bodyRecorder is a body that counts the bytes read from it and records
 // whether it was closed.
