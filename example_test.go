@@ -327,26 +327,20 @@ func ExampleAfter() {
 	errBusy := errors.New("busy")
 	for _, hint := range []time.Duration{2 * time.Second, time.Minute} {
 		ft := &fakeTime{now: time.Now()}
-		calls := 0
-		err := retry.Do(context.Background(), func(ctx context.Context) error {
-			calls++
-			if calls == 1 {
-				return retry.After(hint, errBusy)
-			}
-			return nil
-		}, retry.Policy{
+		client := &pinger{errs: []error{retry.After(hint, errBusy)}} // busy, then fine
+		err := retry.Do(context.Background(), client.Ping, retry.Policy{
 			MaxDelay: 10 * time.Second,
 			OnRetry: func(_ context.Context, _ int, _ error, wait time.Duration) {
 				fmt.Println("waiting", wait)
 			},
 			Clock: ft, Sleeper: ft,
 		})
-		fmt.Println(calls, err, errors.Is(err, errBusy))
+		fmt.Println(err, errors.Is(err, errBusy))
 	}
 	// Output:
 	// waiting 2s
-	// 2 <nil> false
-	// 1 retry: gave up after 1 attempt in 0s (retry-after hint too long: 1m0s, above MaxDelay 10s): busy true
+	// <nil> false
+	// retry: gave up after 1 attempt in 0s (retry-after hint too long: 1m0s, above MaxDelay 10s): busy true
 }
 
 // ParseRetryAfter reads both forms of a Retry-After header, and says
@@ -394,8 +388,7 @@ func Example_retryAfterHeader() {
 		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
 			fmt.Printf("attempt %d: %v; retrying in %v\n", attempt, err, wait)
 		},
-		Clock:   ft, // real code leaves Clock and Sleeper nil
-		Sleeper: ft,
+		Clock: ft, Sleeper: ft, // real code leaves them nil
 	}
 	body, err := getBody(context.Background(), srv.Client(), srv.URL, p)
 	fmt.Printf("%s %v\n", body, err)
