@@ -266,7 +266,6 @@ func TestRoundTripper(t *testing.T) {
 				io.Copy(io.Discard, warm.Body) // which leaves an idle connection for the request
 				warm.Body.Close()
 			}
-
 			body := &bodyRecorder{ReadCloser: io.NopCloser(strings.NewReader("x"))}
 			req, _ := http.NewRequestWithContext(ctx, cmp.Or(tt.method, http.MethodPut), srv.URL+tt.path, body)
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }

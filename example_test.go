@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -305,7 +304,6 @@ func ExampleNewBudget() {
 	budget := retry.NewBudget(0.1, 2)
 	p := retry.Policy{MaxAttempts: 3, Budget: budget, Sleeper: noWait}
 	down := func(ctx context.Context) error { return errUnavailable }
-
 	for i := range 3 {
 		err := retry.Do(context.Background(), down, p)
 		var re *retry.RetryExhausted
@@ -379,7 +377,6 @@ func Example_retryAfterHeader() {
 		fmt.Fprint(w, "hello")
 	}))
 	defer srv.Close()
-
 	ft := &fakeTime{now: time.Now()}
 	p := retry.Policy{
 		MaxDelay:       10 * time.Second, // and no hint is trusted beyond it
@@ -406,7 +403,6 @@ func Example_notFound() {
 		http.NotFound(w, r)
 	}))
 	defer srv.Close()
-
 	p := retry.Policy{Sleeper: noWait}
 	_, err := getBody(context.Background(), srv.Client(), srv.URL+"/missing", p)
 	fmt.Println(err, "after", hits.Load(), "call")
@@ -546,15 +542,23 @@ func TestHTTPRecipes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			hits.Store(0)
 			resets.Store(0)
-			rec := &recorder{base: srv.Client().Transport}
+			base, bodies := srv.Client().Transport, []*bodyRecorder(nil)
 			if tt.untrusted {
-				rec.base = &http.Transport{}
+				base = &http.Transport{}
 			}
-			if got, want := tt.call(&http.Client{Transport: rec}, dollars.Replace(tt.url)), dollars.Replace(tt.want); !strings.HasPrefix(got, want) {
+			c := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := base.RoundTrip(r)
+				if err == nil {
+					bodies = append(bodies, &bodyRecorder{ReadCloser: resp.Body})
+					resp.Body = bodies[len(bodies)-1]
+				}
+				return resp, err
+			})}
+			if got, want := tt.call(c, dollars.Replace(tt.url)), dollars.Replace(tt.want); !strings.HasPrefix(got, want) {
 				t.Errorf("got %q; want %q", got, want)
 			}
 			var reads []int
-			for i, b := range rec.bodies {
+			for i, b := range bodies {
 				reads = append(reads, b.read)
 				if !b.closed {
 					t.Errorf("response %d: body not closed", i+1)
@@ -567,25 +571,9 @@ func TestHTTPRecipes(t *testing.T) {
 	}
 }
 
-// recorder is a RoundTripper that records the response bodies that base
-// hands out.
-type recorder struct {
-	base   http.RoundTripper
-	mu     sync.Mutex
-	bodies []*bodyRecorder
-}
+type roundTripFunc func(*http.Request) (*http.Response, error)
 
-func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := r.base.RoundTrip(req)
-	if err == nil {
-		b := &bodyRecorder{ReadCloser: resp.Body}
-		r.mu.Lock()
-		r.bodies = append(r.bodies, b)
-		r.mu.Unlock()
-		resp.Body = b
-	}
-	return resp, err
-}
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // bodyRecorder is a body that counts the bytes read from it and records
 // whether it was closed.
