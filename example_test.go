@@ -534,8 +534,10 @@ func TestHTTPRecipes(t *testing.T) {
 		{"getBody, refused", "$URL/missing", get, false, "404 Not Found", []int{maxDrain}},
 		{"getBody, reset mid-body", "$URL/reset", get, false, "ok", []int{3, 2}},
 		{"retryTransport, gave up", "$URL/down", transport, false, "503 Service Unavailable, 8388608 bytes, <nil>", []int{maxDrain, maxDrain, 8 << 20}},
-		{"no scheme", "//$HOST/x", get, false, `no scheme or host in URL "//$HOST/x"`, nil},
-		{"no host", "https:///x", get, false, `no scheme or host in URL "https:///x"`, nil},
+		{"no scheme", "//$HOST/x", get, false, `want an http or https URL with a host, not "//$HOST/x"`, nil},
+		{"a mistyped scheme", "htps://$HOST/x", get, false, `want an http or https URL with a host, not "htps://$HOST/x"`, nil},
+		{"ftp", "ftp://$HOST/x", get, false, `want an http or https URL with a host, not "ftp://$HOST/x"`, nil},
+		{"no host", "https:///x", get, false, `want an http or https URL with a host, not "https:///x"`, nil},
 		{"no URL", "$HOST/x", get, false, `parse "$HOST/x": first path segment in URL cannot contain colon`, nil},
 		{"untrusted certificate", "$URL/x", get, true, `Get "$URL/x": tls: failed to verify certificate`, nil},
 	} {
