@@ -320,7 +320,8 @@ func ExampleNewBudget() {
 
 // A server that answers "busy, come back in 2s" gets its 2 seconds: Do
 // waits at least as long as the hint that After attaches. A hint longer
-// than MaxDelay ends the retries at once.
+// than MaxDelay ends the retries at once, and stays in the error's chain:
+// a worker reads it there to schedule the work again that much later.
 func ExampleAfter() {
 	errBusy := errors.New("busy")
 	for _, hint := range []time.Duration{2 * time.Second, time.Minute} {
@@ -334,11 +335,16 @@ func ExampleAfter() {
 			Clock: ft, Sleeper: ft,
 		})
 		fmt.Println(err, errors.Is(err, errBusy))
+		var hinted interface{ RetryAfter() time.Duration }
+		if errors.As(err, &hinted) {
+			fmt.Println("schedule it again in", hinted.RetryAfter())
+		}
 	}
 	// Output:
 	// waiting 2s
 	// <nil> false
 	// retry: gave up after 1 attempt in 0s (retry-after hint too long: 1m0s, above MaxDelay 10s): busy true
+	// schedule it again in 1m0s
 }
 
 // ParseRetryAfter reads both forms of a Retry-After header, and says

@@ -149,7 +149,7 @@ var parseCases = []struct {
 	{"not delay-seconds", []string{"", " \t ", "-1", "-0", "+3", "1.5", "120s", "1 20", "120\n", "１２０"}, time.Time{}, 0, false},
 
 	// IMF-fixdate = day-name "," SP day SP month SP year SP hour ":" minute ":" second SP "GMT";
-	// the doc: the day name is not checked; one-digit hours, fractions, runs of spaces, any case pass
+	// the doc: the day name is not checked; one-digit hours, fractions, runs of spaces, names in any case pass
 	{"IMF-fixdate 2m ahead", []string{"Sun, 06 Nov 1994 08:51:37 GMT", " \tSun, 06 Nov 1994 08:51:37 GMT\t ",
 		"Mon, 06 Nov 1994 08:51:37 GMT", "SUN, 06 nov 1994 08:51:37 GMT", "Sun, 06 Nov 1994 8:51:37 GMT",
 		"Sun,  06 Nov  1994 08:51:37 GMT"}, time.Time{}, 2 * time.Minute, true},
@@ -158,9 +158,9 @@ var parseCases = []struct {
 	{"IMF-fixdate fractional second", []string{"Sun, 06 Nov 1994 08:51:37.5 GMT"}, time.Time{}, 2*time.Minute + 500*time.Millisecond, true},
 	{"IMF-fixdate year 9999 saturates", []string{"Fri, 31 Dec 9999 23:59:59 GMT"}, time.Time{}, math.MaxInt64, true},
 	{"IMF-fixdate year 0001 from 9999", []string{"Mon, 01 Jan 0001 00:00:00 GMT"}, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), 0, true},
-	// second 60, 31 Nov, hour 24, two-digit year, zone UTC or none, trailing text, truncated
+	// second 60, 31 Nov, hour 24, two-digit year, zone UTC, gmt or none, trailing text, truncated
 	{"not IMF-fixdates", []string{"Thu, 31 Dec 1998 23:59:60 GMT", "Thu, 31 Nov 1994 08:49:37 GMT", "Mon, 07 Nov 1994 24:00:00 GMT",
-		"Sun, 06 Nov 94 08:51:37 GMT", "Sun, 06 Nov 1994 08:51:37 UTC", "Sun, 06 Nov 1994 08:51:37",
+		"Sun, 06 Nov 94 08:51:37 GMT", "Sun, 06 Nov 1994 08:51:37 UTC", "Sun, 06 Nov 1994 08:51:37 gmt", "Sun, 06 Nov 1994 08:51:37",
 		"Sun, 06 Nov 1994 08:51:37 GMT 120", "Sun, 06 Nov 1994 08:51:37 GMT\n", "Sun, 06 Nov 1994 08:51"}, time.Time{}, 0, false},
 
 	// rfc850-date = day-name-l "," SP day "-" month "-" 2DIGIT SP time-of-day SP "GMT";
