@@ -451,13 +451,13 @@ func Example_postIdempotencyKey() {
 	// created <nil>
 }
 
-// An attempt that outlives AttemptTimeout is cancelled, and retried since
-// IsRetryable (nil here) does not refuse context.DeadlineExceeded. This
-// example waits for real, for one AttemptTimeout.
+// An attempt that outlives AttemptTimeout, or the http.Client's Timeout,
+// fails with context.DeadlineExceeded, which an allow-list IsRetryable must
+// list to retry it. This example waits for real, 200ms each time.
 func Example_attemptTimeout() {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hits.Add(1) == 1 {
+		if hits.Add(1)%2 == 1 {
 			<-r.Context().Done() // no answer: the client gives up first
 			return
 		}
@@ -466,17 +466,24 @@ func Example_attemptTimeout() {
 	defer srv.Close()
 
 	p := retry.Policy{
-		AttemptTimeout: 200 * time.Millisecond,
+		IsRetryable: func(err error) bool { return errors.Is(err, context.DeadlineExceeded) },
 		OnRetry: func(_ context.Context, attempt int, err error, _ time.Duration) {
 			msg := strings.ReplaceAll(err.Error(), srv.URL, "$URL")
 			fmt.Printf("attempt %d: %v; retrying\n", attempt, msg)
 		},
 		Sleeper: noWait,
 	}
-	body, err := getBody(context.Background(), srv.Client(), srv.URL, p)
+	client := srv.Client()
+	p.AttemptTimeout = 200 * time.Millisecond
+	body, err := getBody(context.Background(), client, srv.URL, p)
+	fmt.Printf("%s %v\n", body, err)
+	client.Timeout, p.AttemptTimeout = 200*time.Millisecond, 0
+	body, err = getBody(context.Background(), client, srv.URL, p)
 	fmt.Printf("%s %v\n", body, err)
 	// Output:
 	// attempt 1: Get "$URL": context deadline exceeded; retrying
+	// hello <nil>
+	// attempt 1: Get "$URL": context deadline exceeded (Client.Timeout exceeded while awaiting headers); retrying
 	// hello <nil>
 }
 

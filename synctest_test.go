@@ -146,29 +146,6 @@ func TestMinAttemptTime(t *testing.T) {
 	}
 }
 
-// A fake clock must start at time.Now(): Do compares ctx's deadline, set
-// on the real clock, with Clock's readings. From a fixed date in the past,
-// a 500ms deadline looks a long way off, and Do retries through it.
-func TestFakeClockStartsAtTimeNow(t *testing.T) {
-	for _, tt := range []struct {
-		start    time.Time
-		attempts int
-	}{
-		{time.Now(), 2}, // waits of 200ms, then 400ms: the second does not fit
-		{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 5},
-	} {
-		ft := &fakeTime{now: tt.start}
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		defer cancel()
-		err := retry.Do(ctx, func(context.Context) error { return errUnavailable },
-			retry.Policy{BaseDelay: 200 * time.Millisecond, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft})
-		var re *retry.RetryExhausted
-		if !errors.As(err, &re) || re.Attempts != tt.attempts {
-			t.Errorf("Do() with a 500ms ctx, a fake clock from %v = %v; want %d attempts", tt.start, err, tt.attempts)
-		}
-	}
-}
-
 // busy returns a server that answers 503 with Retry-After: 2 to its first
 // n requests, then "ok".
 func busy(t *testing.T, n int32) *httptest.Server {
