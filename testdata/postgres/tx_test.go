@@ -220,15 +220,7 @@ func TestTransferCommitReplyLost(t *testing.T) {
 // that the caller's deadline ends the retries.
 func TestTransferDeadline(t *testing.T) {
 	db := newDB(t, 2)
-	// Another transaction holds the row of account 1 until the end.
-	holder, err := db.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback(context.Background())
-	if _, err := holder.Exec(t.Context(), "UPDATE accounts SET balance = balance WHERE id = 1"); err != nil {
-		t.Fatal(err)
-	}
+	holder := holdRow1(t, db) // until the end
 
 	const deadline = 600 * time.Millisecond
 	ctx, cancel := context.WithTimeout(t.Context(), deadline)
@@ -236,7 +228,7 @@ func TestTransferDeadline(t *testing.T) {
 	p := txPolicy
 	p.AttemptTimeout = 150 * time.Millisecond
 	start := time.Now()
-	err = transfer(ctx, db, transferReq{key: "t-1", from: 1, to: 2, amount: 100}, p)
+	err := transfer(ctx, db, transferReq{key: "t-1", from: 1, to: 2, amount: 100}, p)
 	elapsed := time.Since(start)
 
 	var re *retry.RetryExhausted
@@ -283,15 +275,10 @@ func TestTransferTimedOutAttempt(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			db := newDB(t, 2, tt.configure)
-			holder, err := db.Begin(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer holder.Rollback(context.Background())
-			if _, err := holder.Exec(t.Context(), "UPDATE accounts SET balance = balance WHERE id = 1"); err != nil {
-				t.Fatal(err)
-			}
-			time.AfterFunc(300*time.Millisecond, func() { holder.Rollback(context.Background()) })
+			holder := holdRow1(t, db)
+			released := make(chan struct{})
+			time.AfterFunc(300*time.Millisecond, func() { holder.Rollback(context.Background()); close(released) })
+			defer func() { <-released }() // before holdRow1's Rollback: a pgx.Tx is not for concurrent use
 			var target beginner = db
 			if tt.conn {
 				conn, err := pgx.ConnectConfig(t.Context(), db.Config().ConnConfig)
@@ -306,12 +293,26 @@ func TestTransferTimedOutAttempt(t *testing.T) {
 			p, attempts := txPolicy, 1
 			p.AttemptTimeout = 200 * time.Millisecond
 			p.OnRetry = func(context.Context, int, error, time.Duration) { attempts++ }
-			err = transfer(ctx, target, transferReq{key: "t-1", from: 1, to: 2, amount: 100}, p)
+			err := transfer(ctx, target, transferReq{key: "t-1", from: 1, to: 2, amount: 100}, p)
 			if err != nil && !strings.Contains(sqlState(err), tt.want) || err == nil && tt.want != "" || attempts < tt.attempts {
 				t.Errorf("transfer() = %v after %d attempts; want %q after at least %d", err, attempts, tt.want, tt.attempts)
 			}
 		})
 	}
+}
+
+// holdRow1 begins a transaction of db that locks account 1's row until it
+// ends, rolled back at the end of the test if not before.
+func holdRow1(t *testing.T, db *pgxpool.Pool) pgx.Tx {
+	holder, err := db.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Rollback(context.Background()) })
+	if _, err := holder.Exec(t.Context(), "UPDATE accounts SET balance = balance WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	return holder
 }
 
 // hookDB is a beginner whose transactions call afterExec after each Exec that
