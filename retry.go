@@ -260,8 +260,8 @@ func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
 // leaves says how little a wait of d leaves of the time left before the deadline.
 func (r *run) leaves(d, left time.Duration) string {
 	if d >= left {
-		d, left := readable(d, left)
-		return d + ", with " + left + " left before " + r.deadlineName
+		w, l := readable(d, left)
+		return w + ", with " + l + " left before " + r.deadlineName
 	}
 	after, room := readable(left-d, r.p.MinAttemptTime)
 	return round(d).String() + " would leave " + after + " before " + r.deadlineName + ", less than MinAttemptTime " + room
