@@ -482,6 +482,7 @@ func TestWaitFits(t *testing.T) {
 			"(deadline reached: next wait 1s, with 1s left before Policy.Timeout)"},
 		{"MinAttemptTime, a hint that leaves less", Policy{Timeout: time.Second, MinAttemptTime: 100 * ms}, 0, 0, 0, hintErr(950 * ms), HintTooLong, 1, nil,
 			"(retry-after hint too long: 950ms would leave 50ms before Policy.Timeout, less than MinAttemptTime 100ms)"},
+		{"MinAttemptTime, a hint that leaves it exactly", Policy{Timeout: time.Second, MinAttemptTime: 100 * ms}, 0, 0, 0, hintErr(900 * ms), MaxAttemptsReached, 2, []time.Duration{900 * ms}, ""},
 		{"MinAttemptTime, ctx's deadline nearer than Timeout", Policy{Timeout: time.Hour, MinAttemptTime: 100 * ms}, time.Second, 0, 901 * ms, errBoom, DeadlineReached, 1, nil,
 			"before ctx's deadline, less than MinAttemptTime 100ms"},
 		{"MinAttemptTime, no deadline", Policy{MinAttemptTime: time.Hour}, 0, 0, 2 * time.Hour, errBoom, MaxAttemptsReached, 2, []time.Duration{2 * time.Hour}, ""},
