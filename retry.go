@@ -241,8 +241,9 @@ func (r *run) expiredSlow() *RetryExhausted {
 // MinAttemptTime, or no time, before the deadline. It returns nil if the
 // wait fits.
 func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
-	left := r.deadline - r.at          // 0 ≤ at, and at < deadline if there is one: no overflow
-	room := max(r.p.MinAttemptTime, 1) // an attempt needs some time, MinAttemptTime at least
+	left := r.deadline - r.at // 0 ≤ at, and at < deadline if there is one: no overflow
+	// What a wait must leave: some time for an attempt, MinAttemptTime at least.
+	room := max(r.p.MinAttemptTime, 1)
 	switch {
 	case hint > r.p.MaxDelay:
 		h, m := readable(hint, r.p.MaxDelay)
