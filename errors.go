@@ -121,8 +121,9 @@ const (
 	// MaxAttemptsReached means fn was called Policy.MaxAttempts times.
 	MaxAttemptsReached Reason = iota + 1
 	// DeadlineReached means the call ran out of time: Policy.Timeout or
-	// ctx's deadline passed, or the next wait would not end before it,
-	// whether Do saw it coming or ctx's timer fired first. Cause reaches
+	// ctx's deadline passed, or the next wait would not end before it, or
+	// would leave less than Policy.MinAttemptTime before it, whether Do saw
+	// it coming or ctx's timer fired first. Cause reaches
 	// context.DeadlineExceeded and, when ctx is done, the cause given to
 	// context.WithDeadlineCause.
 	DeadlineReached
@@ -130,8 +131,9 @@ const (
 	// Cause is ctx's error, and reaches the cause given to a
 	// context.CancelCauseFunc.
 	Canceled
-	// HintTooLong means a hint asked for a wait above MaxDelay or one that
-	// would not end before a deadline.
+	// HintTooLong means a hint asked for a wait above MaxDelay, or one that
+	// would not end before a deadline, or would leave less than
+	// Policy.MinAttemptTime before it.
 	HintTooLong
 	// SleepFailed means the Sleeper returned an error of its own while
 	// ctx was not done. Cause is that error.

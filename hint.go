@@ -8,12 +8,11 @@ import (
 )
 
 // After returns err with a hint that asks [Do] to wait at least d before
-// it calls fn again, as an HTTP Retry-After header does. Do honours it for
-// that one wait, or gives up with [HintTooLong] if d is above
-// [Policy.MaxDelay] or would not end before a deadline. The error has a
-// method RetryAfter() time.Duration, which Do looks for in fn's error
-// chain. The message is err's, and [errors.Is] and [errors.As] see through
-// the hint. After returns err itself if err is nil or d is not positive.
+// it calls fn again, as an HTTP Retry-After header does: Do honours it for
+// that one wait, or gives up with [HintTooLong]. The error has a method
+// RetryAfter() time.Duration, which Do looks for in fn's error chain. The
+// message is err's, and [errors.Is] and [errors.As] see through the hint.
+// After returns err itself if err is nil or d is not positive.
 func After(d time.Duration, err error) error {
 	if err == nil || d <= 0 {
 		return err

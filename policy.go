@@ -57,9 +57,7 @@ type Policy struct {
 	// DecorrelatedJitter.
 	Jitter Jitter
 	// IsRetryable reports whether an error of fn is worth another attempt.
-	// nil means every error. Do does not ask it about an error marked with
-	// Permanent, nor if ctx is done or a deadline has passed when fn's call
-	// ends and its error has been read.
+	// Do says when it asks. nil means every error.
 	IsRetryable func(error) bool
 	// OnRetry, if not nil, is called before each wait with Do's ctx, the
 	// number of the attempt that failed (the first is 1), its error and the

@@ -38,20 +38,14 @@ var (
 // Do calls fn until it succeeds and returns nil, or returns fn's error as it
 // is if fn marked it [Permanent] or [Policy.IsRetryable] refuses it, or gives
 // up with a *[RetryExhausted] whose Reason says why. fn's verdict comes
-// first: a Permanent error is returned whatever else happened. Then ctx and
-// the deadline, checked before each call of fn, after each failed call
-// before IsRetryable is asked, and before each wait: a passed deadline (ctx's
-// too) gives [DeadlineReached], any other end of ctx [Canceled]. Then p's
-// limits: IsRetryable, MaxAttempts ([MaxAttemptsReached]), the wait's fit
-// under MaxDelay and before the deadline with [Policy.MinAttemptTime] to
-// spare ([HintTooLong] for a hint from [After], else DeadlineReached),
-// [Policy.Budget] ([BudgetExhausted]) and [Policy.Sleeper] ([SleepFailed]).
-//
-// The deadline is the nearer of ctx's and [Policy.Timeout] after Do's start,
-// on [Policy.Clock]. fn's ctx ends at ctx's deadline, and in real time at the
-// time left before Timeout and at [Policy.AttemptTimeout]; with either set,
-// it is cancelled when fn returns. A nil ctx or fn, or an invalid p, gets a
-// plain error. Do does not recover panics. Concurrent calls may share a [Policy].
+// first; then ctx and the deadline, checked before each call of fn, after
+// each failed call and before each wait; then p's limits in order:
+// IsRetryable, MaxAttempts, the wait's fit, Budget, Sleeper. The first stop
+// found stands. The deadline is the nearer of ctx's and [Policy.Timeout] from
+// Do's start, on [Policy.Clock]. fn's ctx ends at it in real time, at
+// [Policy.AttemptTimeout], and when fn returns if Timeout or AttemptTimeout
+// is set. A nil ctx or fn, or an invalid p, gets a plain error. Do does not
+// recover panics. Concurrent calls may share a [Policy].
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	switch {
 	case ctx == nil:
