@@ -80,6 +80,17 @@ const (
 	ctxDeadlineName = "ctx's deadline"
 )
 
+// leaves says how little a wait of d leaves of the time left before the
+// deadline named: nothing, or less than minAttempt, Policy.MinAttemptTime.
+func leaves(d, left, minAttempt time.Duration, deadline string) string {
+	if d >= left {
+		w, l := readable(d, left)
+		return w + ", with " + l + " left before " + deadline
+	}
+	after, least := readable(left-d, minAttempt)
+	return round(d).String() + " would leave " + after + " before " + deadline + ", less than MinAttemptTime " + least
+}
+
 // readable returns d and its limit rounded for reading, or exact where
 // rounding would make them read the same.
 func readable(d, limit time.Duration) (string, string) {

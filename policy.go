@@ -84,6 +84,14 @@ type Policy struct {
 	Rand func() float64
 }
 
+// now reads Policy.Clock, or the real clock if there is none.
+func (p *Policy) now() time.Time {
+	if p.Clock == nil {
+		return time.Now()
+	}
+	return p.Clock.Now()
+}
+
 // ErrInvalidPolicy is wrapped by the error that [Policy.Validate] and [Do]
 // return for a Policy with a field out of range. The message names the field.
 var ErrInvalidPolicy = errors.New("retry: invalid policy")

@@ -56,10 +56,7 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	if err := p.prepare(); err != nil {
 		return err
 	}
-	// The state, filled in field by field after the Clock is read: the
-	// literal run{ctx: ctx, p: p, ...} copies p through a temporary just as
-	// the caller wrote it, and BenchmarkDo/success took 17% longer.
-	var r run
+	var r run // field by field: a run{...} literal copies p through a temporary (BenchmarkDo/success)
 	r.start = p.now()
 	r.p, r.ctx, r.done, r.prev = p, ctx, ctx.Done(), p.BaseDelay
 	r.setDeadline()
@@ -75,7 +72,8 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		if slept != nil {
 			return r.finish(err, &RetryExhausted{Reason: SleepFailed, Cause: slept, detail: ": " + slept.Error()})
 		}
-		if r.attempt++; p.Budget != nil {
+		r.attempt++
+		if p.Budget != nil {
 			if r.attempt == 1 {
 				p.Budget.earn() // a call that calls fn deposits
 			}
@@ -103,7 +101,7 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 		}
 
 		// Choose the wait: the jitter's, raised by a hint for this wait only.
-		wait := min(max(p.Jitter(r.attempt-1, p.BaseDelay, p.MaxDelay, r.prev, unit(p.Rand())), 0), p.MaxDelay)
+		wait := clamp(p.Jitter(r.attempt-1, p.BaseDelay, p.MaxDelay, r.prev, unit(p.Rand())), 0, p.MaxDelay)
 		r.prev = wait
 		wait = max(wait, hint)
 
@@ -119,9 +117,6 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 			return r.finish(err, &RetryExhausted{Reason: BudgetExhausted, Cause: ErrBudgetExhausted})
 		}
 		slept = r.pause(err, wait)
-		if p.Timeout > 0 {
-			r.readClock() // fn's ctx's share of the Timeout counts from here
-		}
 	}
 }
 
@@ -160,14 +155,6 @@ type run struct {
 	cancel       func()          // fn's ctx's, if fnCtx made one
 }
 
-// now reads Policy.Clock, or the real clock if there is none.
-func (p *Policy) now() time.Time {
-	if p.Clock == nil {
-		return time.Now()
-	}
-	return p.Clock.Now()
-}
-
 // setDeadline picks the nearer of Policy.Timeout and ctx's deadline, if
 // there is one, as a time since start. Both are fixed instants, so the
 // nearer stays nearer.
@@ -189,7 +176,10 @@ func (r *run) fnCtx() context.Context {
 	}
 	limit := time.Duration(math.MaxInt64)
 	if r.p.Timeout > 0 {
-		limit = r.p.Timeout - r.at // at was read just before: at the start, or after the wait
+		if r.attempt > 0 {
+			r.readClock() // after a wait; before the first call, at is 0
+		}
+		limit = r.p.Timeout - r.at
 	}
 	if r.p.AttemptTimeout > 0 {
 		limit = min(limit, r.p.AttemptTimeout)
@@ -245,21 +235,12 @@ func (r *run) tooLong(wait, hint time.Duration) *RetryExhausted {
 	case !r.hasDeadline:
 		return nil
 	case hint > 0 && left-hint < room: // the server asked for it: its hint is named, not the wait
-		return &RetryExhausted{Reason: HintTooLong, detail: ": " + r.leaves(hint, left)}
+		return &RetryExhausted{Reason: HintTooLong, detail: ": " + leaves(hint, left, r.p.MinAttemptTime, r.deadlineName)}
 	case left-wait < room:
-		return &RetryExhausted{Reason: DeadlineReached, Cause: context.DeadlineExceeded, detail: ": next wait " + r.leaves(wait, left)}
+		return &RetryExhausted{Reason: DeadlineReached, Cause: context.DeadlineExceeded,
+			detail: ": next wait " + leaves(wait, left, r.p.MinAttemptTime, r.deadlineName)}
 	}
 	return nil
-}
-
-// leaves says how little a wait of d leaves of the time left before the deadline.
-func (r *run) leaves(d, left time.Duration) string {
-	if d >= left {
-		w, l := readable(d, left)
-		return w + ", with " + l + " left before " + r.deadlineName
-	}
-	after, room := readable(left-d, r.p.MinAttemptTime)
-	return round(d).String() + " would leave " + after + " before " + r.deadlineName + ", less than MinAttemptTime " + room
 }
 
 // pause calls OnRetry, and sleeps for what is left of the wait: it counts
