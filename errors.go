@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -226,10 +227,20 @@ func interrupted(ctx context.Context, err error) *RetryExhausted {
 	if errors.Is(err, context.DeadlineExceeded) {
 		stop.Reason, stop.detail = DeadlineReached, ": "+ctxDeadlineName+" passed"
 	}
-	if c := context.Cause(ctx); c != nil && c != err {
+	if c := context.Cause(ctx); c != nil && !same(c, err) {
 		stop.Cause, stop.detail = &causeError{err, c}, stop.detail+": "+c.Error()
 	}
 	return stop
+}
+
+// same reports whether a and b are one error: a == b where == is defined,
+// and else whether they have one type, as a custom ctx may return its error
+// of a type that == cannot compare (a slice's) from Err and from Cause.
+func same(a, b error) bool {
+	if reflect.ValueOf(a).Comparable() { // then a == b cannot panic
+		return a == b
+	}
+	return reflect.TypeOf(a) == reflect.TypeOf(b)
 }
 
 // causeError is ctx's error with the cause ctx was cancelled with.

@@ -177,3 +177,38 @@ func TestPermanent(t *testing.T) {
 		}
 	}
 }
+
+// sliceErr is an error of a type that == cannot compare.
+type sliceErr []string
+
+func (e sliceErr) Error() string { return strings.Join(e, ", ") }
+
+// doneCtx is a custom ctx that is done with err, and has no cause of its
+// own: context.Cause returns its Err again.
+type doneCtx struct {
+	context.Context
+	err error
+}
+
+func (c doneCtx) Done() <-chan struct{} { ch := make(chan struct{}); close(ch); return ch }
+func (c doneCtx) Err() error            { return c.err }
+
+// A ctx's error, or its cause, may be of a type that == cannot compare:
+// Do gives up with Canceled, and Cause reaches the cause once, without a panic.
+func TestUncomparableCtxErr(t *testing.T) {
+	withCause, cancel := context.WithCancelCause(context.Background())
+	cancel(sliceErr{"shutdown"})
+	for _, tt := range []struct {
+		ctx  context.Context
+		want string
+	}{
+		{doneCtx{context.Background(), sliceErr{"gone"}}, "gone"},
+		{withCause, "context canceled: shutdown"},
+	} {
+		err := Do(tt.ctx, failOnce, Policy{})
+		if re := wantExhausted(t, err, Canceled, 0); re.Cause == nil || re.Cause.Error() != tt.want ||
+			!strings.HasSuffix(err.Error(), "(canceled: "+tt.want+")") {
+			t.Errorf("Do() = %v, Cause %v; want Canceled, Cause %q", err, re.Cause, tt.want)
+		}
+	}
+}
