@@ -51,7 +51,8 @@ func TestValidate(t *testing.T) {
 }
 
 // A zero delay derives from the other one, keeping MaxDelay at least
-// 3×BaseDelay and saturating at the longest Duration; the Policy is valid.
+// 3×BaseDelay and saturating at the longest Duration: the Jitter is given
+// them as base and maxDelay.
 func TestDefaultDelays(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -69,13 +70,18 @@ func TestDefaultDelays(t *testing.T) {
 		{"BaseDelay just above", Policy{BaseDelay: 10*time.Second + 1}, 10*time.Second + 1, 30*time.Second + 3},
 		{"BaseDelay at MaxInt64/3", Policy{BaseDelay: math.MaxInt64 / 3}, math.MaxInt64 / 3, math.MaxInt64 / 3 * 3},
 		{"BaseDelay above MaxInt64/3 saturates", Policy{BaseDelay: math.MaxInt64/3 + 1}, math.MaxInt64/3 + 1, math.MaxInt64},
-		{"both set, equal", Policy{MaxAttempts: 1, BaseDelay: time.Second, MaxDelay: time.Second}, time.Second, time.Second},
+		{"both set, equal", Policy{BaseDelay: time.Second, MaxDelay: time.Second}, time.Second, time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := tt.p
-			if err := q.prepare(); err != nil || q.BaseDelay != tt.base || q.MaxDelay != tt.max {
-				t.Errorf("prepare() = %v, BaseDelay, MaxDelay = %v, %v; want nil, %v, %v", err, q.BaseDelay, q.MaxDelay, tt.base, tt.max)
+			var base, maxDelay time.Duration
+			p := newFakeTime().with(tt.p)
+			p.MaxAttempts, p.Jitter = 2, func(_ int, b, m, _ time.Duration, _ float64) time.Duration {
+				base, maxDelay = b, m
+				return 0
+			}
+			if err := Do(context.Background(), failOnce, p); !errors.Is(err, errBoom) || base != tt.base || maxDelay != tt.max {
+				t.Errorf("Do() = %v, Jitter's base, maxDelay = %v, %v; want boom, %v, %v", err, base, maxDelay, tt.base, tt.max)
 			}
 		})
 	}

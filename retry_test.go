@@ -1193,16 +1193,22 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 	if in.room {
 		p.MinAttemptTime = in.callCost
 	}
-	q := p
-	q.prepare()
-	valid := p.MaxAttempts >= 0 && p.BaseDelay >= 0 && p.MaxDelay >= 0 && p.Timeout >= 0 && q.MaxDelay >= q.BaseDelay &&
-		p.MinAttemptTime >= 0 && (p.Timeout == 0 || p.MinAttemptTime < p.Timeout)
+	valid := p.Validate() == nil
+	// The limits, as Policy's doc gives them for a zero field
+	maxAttempts, maxDelay := cmp.Or(p.MaxAttempts, DefaultMaxAttempts), p.MaxDelay
+	switch {
+	case maxDelay != 0:
+	case p.BaseDelay > math.MaxInt64/3:
+		maxDelay = math.MaxInt64 // 3×BaseDelay, saturated
+	default:
+		maxDelay = max(DefaultMaxDelay, 3*p.BaseDelay)
+	}
 	room := max(p.MinAttemptTime, 1) // the least time left after a wait
 	var waitErr string
 	p.OnRetry = func(_ context.Context, _ int, _ error, wait time.Duration) {
 		now := ft.Now()
 		switch {
-		case wait < 0 || wait > q.MaxDelay:
+		case wait < 0 || wait > maxDelay:
 			waitErr = "a wait outside [0, MaxDelay]"
 		case in.hint > 0 && wait < in.hint:
 			waitErr = "a wait shorter than the hint"
@@ -1253,8 +1259,8 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 		t.Fatalf("Do(%+v, %+v) made %s", p, in, waitErr)
 	case ctxErr != "":
 		t.Fatalf("Do(%+v, %+v): %s", p, in, ctxErr)
-	case calls < 1 || calls > q.MaxAttempts || waits > calls-1 || in.budget && waits > 1:
-		t.Fatalf("Do(%+v, %+v) calls, waits = %d, %d; want 1 to %d calls and fewer waits", p, in, calls, waits, q.MaxAttempts)
+	case calls < 1 || calls > maxAttempts || waits > calls-1 || in.budget && waits > 1:
+		t.Fatalf("Do(%+v, %+v) calls, waits = %d, %d; want 1 to %d calls and fewer waits", p, in, calls, waits, maxAttempts)
 	case err == nil:
 		if calls != in.failures+1 {
 			t.Fatalf("Do() = nil after %d calls; want nil only after the success at call %d", calls, in.failures+1)
