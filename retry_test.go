@@ -1126,6 +1126,21 @@ func FuzzDo(f *testing.F) {
 	f.Add(5, int64(time.Minute), int64(time.Second), int64(0), int64(0), uint8(9), int64(0), int64(0), uint8(3), math.NaN())
 	f.Add(50, int64(time.Millisecond), int64(time.Second), int64(3*time.Second), int64(2*time.Second), uint8(255), int64(0), int64(300*time.Millisecond), uint8(4), -1.0)
 	f.Add(100, int64(10*time.Millisecond), int64(400*time.Millisecond), int64(time.Second), int64(0), uint8(255), int64(0), int64(100*time.Millisecond), uint8(0x08), 0.7)
+	// What the seeds above do not reach, in place of a committed corpus: a Budget of one retry,
+	// under DecorrelatedJitter at its cap (u above 1); Permanent failures; refused ones; a hint
+	// above MaxDelay; an AttemptTimeout, and a call past the Timeout; ctx's deadline nearer than
+	// the Timeout, with NoJitter at its cap for over a minute; invalid Policies, one per field.
+	ms := int64(time.Millisecond)
+	f.Add(5, ms, 2*ms, int64(0), int64(0), uint8(9), int64(0), int64(0), uint8(0x43), 2.0)
+	f.Add(5, ms, 1000*ms, int64(0), int64(0), uint8(3), int64(0), int64(0), uint8(0x80), 0.5)
+	f.Add(5, ms, 1000*ms, int64(0), int64(0), uint8(3), int64(0), int64(0), uint8(0x10), 0.5)
+	f.Add(5, ms, 1000*ms, int64(0), int64(0), uint8(3), 2000*ms, int64(0), uint8(3), 0.5)
+	f.Add(5, ms, 1000*ms, 1000*ms, int64(0), uint8(3), int64(0), 2000*ms, uint8(0x20), 0.5)
+	f.Add(20, 1000*ms, 4000*ms, int64(2*time.Hour), int64(time.Hour), uint8(30), int64(0), int64(0), uint8(0), 0.5)
+	f.Add(0, int64(-1), int64(0), int64(0), int64(0), uint8(1), int64(0), int64(0), uint8(0), 0.5)
+	f.Add(0, int64(0), int64(-1), int64(0), int64(0), uint8(1), int64(0), int64(0), uint8(0), 0.5)
+	f.Add(0, int64(0), int64(0), int64(-1), int64(0), uint8(1), int64(0), int64(0), uint8(0), 0.5)
+	f.Add(0, int64(0), int64(0), int64(0), int64(0), uint8(1), int64(0), -ms, uint8(0x08), 0.5)
 	f.Fuzz(func(t *testing.T, maxAttempts int, base, maxDelay, timeout, ctxTimeout int64, failures uint8, hint, callCost int64, kind uint8, u float64) {
 		maxAttempts %= 1000 // keep each run short
 		p := Policy{
@@ -1274,8 +1289,10 @@ func checkDo(t *testing.T, p Policy, in doInput) {
 			t.Fatalf("Do() = %v after %d calls; want fn's error as fn returned it, after 1", err, calls)
 		}
 	case errors.As(err, &re):
-		if re.Attempts != calls || re.Last != errFail {
-			t.Fatalf("Do() = %+v after %d calls; want Attempts = calls, Last = fn's error", re, calls)
+		msg := err.Error() // one line, from "retry: " to fn's last error
+		if re.Attempts != calls || re.Last != errFail || !strings.HasPrefix(msg, "retry: ") || !strings.HasSuffix(msg, ": "+errFail.Error()) ||
+			strings.ContainsAny(msg, "\r\n") {
+			t.Fatalf("Do() = %q, %+v after %d calls; want one line, Attempts = calls, Last = fn's error", msg, re, calls)
 		}
 	default:
 		t.Fatalf("Do() = %v; want nil, fn's error or a *RetryExhausted", err)
