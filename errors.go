@@ -235,12 +235,10 @@ func interrupted(ctx context.Context, err error) *RetryExhausted {
 
 // same reports whether a and b are one error: a == b where == is defined,
 // and else whether they have one type, as a custom ctx may return its error
-// of a type that == cannot compare (a slice's) from Err and from Cause.
+// of a type that == cannot compare (a slice's) from Err and from Cause. Where
+// a's type is b's and a is comparable, a == b cannot panic.
 func same(a, b error) bool {
-	if reflect.ValueOf(a).Comparable() { // then a == b cannot panic
-		return a == b
-	}
-	return reflect.TypeOf(a) == reflect.TypeOf(b)
+	return reflect.TypeOf(a) == reflect.TypeOf(b) && (!reflect.ValueOf(a).Comparable() || a == b)
 }
 
 // causeError is ctx's error with the cause ctx was cancelled with.

@@ -191,7 +191,5 @@ type SleeperFunc func(ctx context.Context, d time.Duration) error
 // Sleep returns f(ctx, d).
 func (f SleeperFunc) Sleep(ctx context.Context, d time.Duration) error { return f(ctx, d) }
 
-var (
-	_ Clock   = ClockFunc(nil)
-	_ Sleeper = SleeperFunc(nil)
-)
+var _ Clock = ClockFunc(nil)
+var _ Sleeper = SleeperFunc(nil)

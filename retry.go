@@ -24,6 +24,7 @@
 package retry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -174,15 +175,12 @@ func (r *run) fnCtx() context.Context {
 	if r.p.Timeout == 0 && r.p.AttemptTimeout == 0 {
 		return r.ctx // no limit of Do's own: spare the context; ctx's deadline ends ctx itself
 	}
-	limit := time.Duration(math.MaxInt64)
+	limit := cmp.Or(r.p.AttemptTimeout, math.MaxInt64) // no limit if AttemptTimeout is 0
 	if r.p.Timeout > 0 {
 		if r.attempt > 0 {
 			r.readClock() // after a wait; before the first call, at is 0
 		}
-		limit = r.p.Timeout - r.at
-	}
-	if r.p.AttemptTimeout > 0 {
-		limit = min(limit, r.p.AttemptTimeout)
+		limit = min(limit, r.p.Timeout-r.at)
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, limit) // measured on the Clock, it runs in real time from now
 	r.cancel = cancel
