@@ -471,7 +471,7 @@ func testPolicies(t *testing.T) {
 		{5 * s, "background(2s, 15s)", background(2*s, 15*s), 90, 99, true}, // MaxDelay under 3×BaseDelay
 		{5 * s, "background(5s, 15s), Budget", withBudget, 0, 0, false},
 	} {
-		res := runFleet(tt.p, tt.outage, 1)
+		res := runFleet(fleetSize, tt.p, outage(tt.outage), 1)
 		pct := float64(100*res.served) / float64(fleetSize)
 		last := slices.Max(res.done)
 		printf("%-7v %-29s %6.1f%% %16.2f %13d %10v\n", tt.outage, tt.name, pct, float64(res.attempts)/float64(fleetSize), res.busiest, last.Round(ms))
@@ -482,7 +482,8 @@ func testPolicies(t *testing.T) {
 		results[fmt.Sprint(tt.outage, " ", tt.name)] = res
 	}
 	// The same seed, the same run: one goroutine at a time, woken in a fixed order.
-	if a, b := runFleet(retry.Policy{}, 5*s, 1), runFleet(retry.Policy{}, 5*s, 1); !slices.Equal(a.done, b.done) || a.attempts != b.attempts {
+	again := func() fleetResult { return runFleet(fleetSize, retry.Policy{}, outage(5*s), 1) }
+	if a, b := again(), again(); !slices.Equal(a.done, b.done) || a.attempts != b.attempts {
 		t.Errorf("zero Policy, 5s outage, seed 1, run twice: %d attempts, then %d; want the same run", a.attempts, b.attempts)
 	}
 
@@ -501,9 +502,24 @@ func testPolicies(t *testing.T) {
 	}
 }
 
-// The fleet of runFleet: the clients that fail together, and the attempts
-// a tick that its server serves once the outage is over.
+// The fleet of testPolicies: the clients that fail together, and the
+// attempts a tick that its server serves once the outage is over.
 const fleetSize, fleetCapacity = 1000, 20
+
+// A server answers an attempt of client who at now, the inTick-th attempt
+// of its tick.
+type server func(who int, now time.Duration, inTick int) error
+
+// outage returns a server that rejects every attempt until d has passed,
+// then serves fleetCapacity attempts a tick and rejects the rest.
+func outage(d time.Duration) server {
+	return func(_ int, now time.Duration, inTick int) error {
+		if now < d || inTick > fleetCapacity {
+			return errBoom
+		}
+		return nil
+	}
+}
 
 // fleetResult is what one run of runFleet measured.
 type fleetResult struct {
@@ -515,11 +531,10 @@ type fleetResult struct {
 	tokens   float64         // the Budget's balance once tick 0 was over
 }
 
-// runFleet runs 1,000 clients, each a goroutine calling Do with p, all
-// making their first attempt at t=0, against one server that rejects every
-// attempt until the outage ends, then serves 20 attempts a tick (1ms) and
-// rejects the rest. Do itself chooses every wait and when to give up, from
-// p's MaxAttempts, Timeout, jitter and Budget.
+// runFleet runs n clients, each a goroutine calling Do with p, all making
+// their first attempt at t=0, against serve (1 tick = 1ms). Do itself
+// chooses every wait and when to give up, from p's MaxAttempts, Timeout,
+// jitter and Budget.
 //
 // Time is virtual: each client's Clock reads the scheduler's now, and its
 // Sleeper queues a wake-up at now+d and blocks. The scheduler wakes one
@@ -527,27 +542,19 @@ type fleetResult struct {
 // waits until it sleeps again or its Do returns: one goroutine runs at a
 // time, handing over through channels, so the run needs no lock, and each
 // seed gives the same figures.
-func runFleet(p retry.Policy, outage time.Duration, seed uint64) fleetResult {
+func runFleet(n int, p retry.Policy, serve server, seed uint64) fleetResult {
 	const tick = time.Millisecond
 	var (
-		res     = fleetResult{done: make([]time.Duration, fleetSize)}
+		res     = fleetResult{done: make([]time.Duration, n)}
 		now     time.Duration
 		q       events
 		perTick = map[time.Duration]int{}
-		wake    = make([]chan struct{}, fleetSize)
+		wake    = make([]chan struct{}, n)
 		yield   = make(chan struct{}) // the running client slept or returned
 	)
-	fn := func(context.Context) error {
-		res.attempts++
-		perTick[now/tick]++
-		if now < outage || perTick[now/tick] > fleetCapacity {
-			return errBoom
-		}
-		return nil
-	}
 	epoch := time.Unix(0, 0)
 	p.Clock = retry.ClockFunc(func() time.Time { return epoch.Add(now) })
-	for i := range fleetSize {
+	for i := range n {
 		p := p
 		p.Rand = rand.New(rand.NewPCG(seed, uint64(i))).Float64
 		p.Sleeper = retry.SleeperFunc(func(_ context.Context, d time.Duration) error {
@@ -560,7 +567,11 @@ func runFleet(p retry.Policy, outage time.Duration, seed uint64) fleetResult {
 		q.add(0, i, wakes)
 		go func() {
 			<-wake[i]
-			err := retry.Do(context.Background(), fn, p)
+			err := retry.Do(context.Background(), func(context.Context) error {
+				res.attempts++
+				perTick[now/tick]++
+				return serve(i, now, perTick[now/tick])
+			}, p)
 			if err == nil {
 				res.served++
 			}
