@@ -76,13 +76,16 @@ func (b *backoff) next(s schedule, base, maxDelay time.Duration, r *rand.Rand) t
 // TestHerd answers "which jitter?" and "can retries make an outage
 // worse?": DecorrelatedJitter or FullJitter for many clients, EqualJitter
 // for a floor on each wait, NoJitter for one client; and one Budget per
-// dependency, such as NewBudget(0.1, 10).
+// dependency, such as NewBudget(0.1, 10), its burst about N×k for N calls
+// that may each need k retries at once.
 func TestHerd(t *testing.T) {
 	t.Run("Contention", testContention)
 	t.Run("Recovery", testRecovery)
 	t.Run("Amplification", testAmplification)
 	t.Run("SharedTimeout", testSharedTimeout)
 	t.Run("Policies", testPolicies)
+	t.Run("Burst", testBurst)
+	t.Run("Drained", testDrained)
 }
 
 func printf(format string, args ...any) {
@@ -387,6 +390,113 @@ func testAmplification(t *testing.T) {
 	}
 }
 
+// ---- Burst and Drained: sizing a Budget's burst, and its empty edge ----
+
+// testBurst: 20 calls fail together, each 3 times before it succeeds,
+// sharing one Budget. NewBudget(0.1, 10) hands its tokens out one retry
+// at a time, so that no call gets the 3 it needs: none succeeds. A burst
+// of about N×k = 60 serves all 20, as no Budget does.
+func testBurst(t *testing.T) {
+	const n, k = 20, 3
+	p := retry.Policy{MaxAttempts: k + 1}
+	printf("\nBurst: %d calls in Do fail together at t=0, each %d times before it succeeds; MaxAttempts %d\n", n, k, k+1)
+	printf("%-20s %7s %9s\n", "budget", "served", "requests")
+	for _, tt := range []struct {
+		name             string
+		budget           *retry.Budget
+		served, requests int
+	}{
+		{"NewBudget(0.1, 10)", retry.NewBudget(0.1, 10), 0, 31},
+		{"NewBudget(0.1, 60)", retry.NewBudget(0.1, 60), n, n * (k + 1)},
+		{"none", nil, n, n * (k + 1)},
+	} {
+		p.Budget = tt.budget
+		res := runFleet(n, p, failsFirst(k), 1)
+		printf("%-20s %7d %9d\n", tt.name, res.served, res.attempts)
+		if res.served != tt.served || res.attempts != tt.requests {
+			t.Errorf("budget %s: served %d, requests %d; want %d, %d", tt.name, res.served, res.attempts, tt.served, tt.requests)
+		}
+	}
+	smallest := 0 // the smallest burst that serves all n
+	for burst := n * k; burst > 0; burst-- {
+		p.Budget = retry.NewBudget(0.1, burst)
+		if runFleet(n, p, failsFirst(k), 1).served == n {
+			smallest = burst
+		}
+	}
+	printf("the smallest burst that serves all %d: %d\n", n, smallest)
+	if smallest != 59 {
+		t.Errorf("smallest burst that serves all %d calls = %d; want %d", n, smallest, 59)
+	}
+}
+
+// simulateDrained runs one caller that makes one call a second through Do
+// with requestPath and NewBudget(0.1, 10). An outage fails every attempt
+// until the Budget is empty (balance 0, the worst an outage can leave); then
+// each call fails once with probability 5%, and its retry succeeds. From
+// the end of the outage, it returns when the Budget first held one token
+// as a call began, how many failures it refused to retry before, and when
+// the first retried failure began.
+func simulateDrained(seed uint64) (oneToken time.Duration, lost int, firstRetried time.Duration) {
+	r := rand.New(rand.NewPCG(seed, 4))
+	b := retry.NewBudget(0.1, 10)
+	down := requestPath
+	down.Budget, down.Rand = b, r.Float64
+	for i := 0; b.Tokens() > 0 && i < 1000; i++ { // the outage
+		retry.Do(context.Background(), func(context.Context) error { return errBoom }, (&fakeTime{}).with(down))
+	}
+	for at := time.Second; firstRetried == 0 && at < time.Hour; at += time.Second {
+		fails, attempts := r.Float64() < 0.05, 0
+		p := (&fakeTime{now: time.Time{}.Add(at)}).with(requestPath)
+		p.Budget, p.Rand = b, r.Float64
+		err := retry.Do(context.Background(), func(context.Context) error {
+			if attempts++; attempts == 1 && b.Tokens() >= 1 && oneToken == 0 {
+				oneToken = at
+			}
+			if fails && attempts == 1 {
+				return errBoom
+			}
+			return nil
+		}, p)
+		switch {
+		case errors.Is(err, retry.ErrBudgetExhausted):
+			lost++
+		case fails && err == nil:
+			firstRetried = at
+		}
+	}
+	return oneToken, lost, firstRetried
+}
+
+// testDrained: after an outage empties NewBudget(0.1, 10), a caller of one
+// call a second gets its next retry at its 10th call, 10s on: the 9 calls
+// before it lose 0.48 failures an outage at a 5% failure rate. Calls, not
+// seconds, refill a Budget: 1/ratio calls at any rate.
+func testDrained(t *testing.T) {
+	const trials = 1000
+	lost, lostSome := 0, 0
+	var firsts []time.Duration
+	for seed := range uint64(trials) {
+		oneToken, l, first := simulateDrained(seed)
+		if oneToken != 10*time.Second {
+			t.Fatalf("seed %d: the Budget held one token %v after the outage; want 10s", seed, oneToken)
+		}
+		lost += l
+		if l > 0 {
+			lostSome++
+		}
+		firsts = append(firsts, first)
+	}
+	slices.Sort(firsts)
+	printf("\nDrained: one call a second, 5%% failing once, after an outage empties NewBudget(0.1, 10); %d outages\n", trials)
+	printf("one token again after 10s; failures not retried: %.2f an outage (%d%% of outages lose one or more); first retried failure after %v (median), %v (90%%)\n",
+		float64(lost)/trials, 100*lostSome/trials, firsts[trials/2], firsts[trials*9/10])
+	if lost != 479 || lostSome != 387 || firsts[trials/2] != 24*time.Second || firsts[trials*9/10] != 55*time.Second {
+		t.Errorf("failures not retried = %d in %d outages, first retried failure after %v (median), %v (90%%); want 479 in 387, 24s, 55s",
+			lost, lostSome, firsts[trials/2], firsts[trials*9/10])
+	}
+}
+
 // ---- a deterministic event queue ----
 
 const (
@@ -515,6 +625,18 @@ type server func(who int, now time.Duration, inTick int) error
 func outage(d time.Duration) server {
 	return func(_ int, now time.Duration, inTick int) error {
 		if now < d || inTick > fleetCapacity {
+			return errBoom
+		}
+		return nil
+	}
+}
+
+// failsFirst returns a server that fails each client's first k attempts,
+// then serves it.
+func failsFirst(k int) server {
+	tries := map[int]int{}
+	return func(who int, _ time.Duration, _ int) error {
+		if tries[who]++; tries[who] <= k {
 			return errBoom
 		}
 		return nil
