@@ -1,18 +1,10 @@
-// Package interview is the README's interview loop, the Go block of its
-// section "From a blank screen: the interview", as a file a learner can open
-// and run: a retry loop with a cap, decorrelated jitter, a deadline, a ctx and
-// a predicate, in the standard library alone. interview_test.go runs it
-// through the tests an interviewer asks for, on fake time: from the
-// repository root, cd testdata/interview && go test -v .
-//
-// The code below the imports is the README's block, byte for byte
-// (TestREADMEGoBlocks in the root package checks it).
 package interview
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -47,10 +39,10 @@ func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
 		case n >= r.attempts:
 			return &retryError{Attempts: n, Elapsed: r.now().Sub(start), Last: err}
 		}
-		wait = min(r.cap, uniform(r.base, 3*wait, r.random())) // decorrelated jitter
+		wait = min(r.cap, uniform(r.base, 3*min(wait, math.MaxInt64/3), r.random())) // decorrelated jitter
 		// Full jitter instead, the fewest writes under contention (2ⁿ⁻¹ in float64 cannot overflow):
-		// wait = uniform(0, time.Duration(min(float64(r.cap), float64(r.base)*math.Exp2(float64(n-1)))), r.random())
-		if r.deadline > 0 && r.now().Sub(start)+wait >= r.deadline {
+		// wait = time.Duration(r.random() * min(float64(r.cap), float64(r.base)*math.Exp2(float64(n-1))))
+		if r.deadline > 0 && wait >= r.deadline-r.now().Sub(start) { // not elapsed+wait, which can overflow
 			return &retryError{Attempts: n, Elapsed: r.now().Sub(start), Last: err}
 		}
 		select { // if both are ready, select picks at random: the check before the call decides
@@ -60,7 +52,7 @@ func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
 	}
 }
 
-// uniform returns a duration in [a, b]: a at u = 0, b at u = 1.
+// uniform returns a duration in [a, b] for u in [0, 1): a at u = 0, near b as u nears 1.
 func uniform(a, b time.Duration, u float64) time.Duration { return a + time.Duration(u*float64(b-a)) }
 
 // retryError says that do gave up: out of attempts, out of time, or ctx is done.

@@ -1,6 +1,8 @@
 package interview
 
-// The tests run the README's block on fake time, or a real timer where it matters.
+// interview.go is the README's interview block, byte for byte (TestREADMEGoBlocks in the root
+// package checks it): a whole file, which builds where it is pasted. The tests run it on fake
+// time, or a real timer where it matters: cd testdata/interview && go test -v .
 
 import (
 	"context"
@@ -260,7 +262,7 @@ func TestFullJitter(t *testing.T) {
 		r := retrier{base: base, cap: maxWait, random: func() float64 { return tt.u }}
 		for i, n := range []int{1, 2, 3, 4, 5, 1000} {
 			// the block's comment, as code
-			got := uniform(0, time.Duration(min(float64(r.cap), float64(r.base)*math.Exp2(float64(n-1)))), r.random())
+			got := time.Duration(r.random() * min(float64(r.cap), float64(r.base)*math.Exp2(float64(n-1))))
 			if got != tt.want[i] {
 				t.Errorf("full jitter after call %d at u = %v: %v; want %v", n, tt.u, got, tt.want[i])
 			}
@@ -268,6 +270,44 @@ func TestFullJitter(t *testing.T) {
 				t.Errorf("full jitter after call %d at u = %v: %v; FullJitter's formula gives %v", n, tt.u, got, want)
 			}
 		}
+	}
+}
+
+// With a cap of math.MaxInt64 (292 years: none) and a random near 1, the wait grows until 3·wait
+// would overflow, 25 calls in, and then stays: each wait is in [base, cap] and at least the one
+// before. With a deadline as long, the time spent plus the 25th wait would overflow: do gives up
+// instead. Full jitter, at u near 1, stays near the cap.
+func TestHugeCap(t *testing.T) {
+	const base, maxWait = 10 * time.Millisecond, time.Duration(math.MaxInt64)
+	for _, tt := range []struct {
+		deadline  time.Duration
+		wantWaits int
+	}{
+		{0, 44},
+		{maxWait, 24},
+	} {
+		clock := &fakeClock{now: time.Unix(0, 0)}
+		r := newRetrier(clock)
+		r.attempts, r.base, r.cap, r.deadline = 45, base, maxWait, tt.deadline
+		r.random = func() float64 { return math.Nextafter(1, 0) }
+		fn, _ := fakeFn(clock, 0, callErrs(45)...)
+		r.do(context.Background(), fn)
+		if len(clock.waits) != tt.wantWaits {
+			t.Errorf("do() with deadline %v: %d waits; want %d", tt.deadline, len(clock.waits), tt.wantWaits)
+		}
+		for i, d := range clock.waits {
+			if d < base || (i > 0 && d < clock.waits[i-1]) {
+				t.Errorf("do() wait %d = %v; want it in [%v, %v] and at least the one before", i+1, d, base, maxWait)
+			}
+			if tt.deadline > 0 && clock.ends[i] >= tt.deadline {
+				t.Errorf("do() wait %d ends at %v; want it to end before the deadline, %v", i+1, clock.ends[i], tt.deadline)
+			}
+		}
+	}
+	// the block's full-jitter comment, as code, after call 45: u·float64(cap) is below 2⁶³ for u < 1
+	r := retrier{base: base, cap: maxWait, random: func() float64 { return math.Nextafter(1, 0) }}
+	if got := time.Duration(r.random() * min(float64(r.cap), float64(r.base)*math.Exp2(float64(45-1)))); got < maxWait/2 {
+		t.Errorf("full jitter after call 45 = %v; want it near the cap, %v", got, maxWait)
 	}
 }
 
