@@ -26,8 +26,7 @@ func newClient(cfg aws.Config) *dynamodb.Client {
 var sdkRetryable = awsretry.NewStandard().IsErrorRetryable
 
 // awsRetryable retries what the SDK would, and an attempt cut short by
-// AttemptTimeout, which the SDK calls canceled (Do asks only while the
-// caller's ctx and deadline live): for idempotent calls.
+// AttemptTimeout, which the SDK calls canceled: for idempotent calls.
 func awsRetryable(err error) bool {
 	return sdkRetryable(err) || errors.Is(err, context.DeadlineExceeded)
 }
