@@ -135,30 +135,36 @@ func ExamplePolicy_onDone() {
 		},
 	})
 	m := newCallSite()
-	ft := &fakeTime{} // fake time keeps the example instant and its output fixed
-	p := retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: ft, Sleeper: ft}
+	var now time.Time // fake time, which Sleep moves, keeps the example instant and its output fixed
+	p := retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter}
+	p.Clock = retry.ClockFunc(func() time.Time { return now })
+	p.Sleeper = retry.SleeperFunc(func(_ context.Context, d time.Duration) error {
+		now = now.Add(d)
+		return nil
+	})
 	p = instrument(p, m, slog.New(requestIDHandler{text}))
 
-	for id, errs := range [][]error{ // that the client's Ping returns, one per call
-		nil,
-		{errUnavailable, errUnavailable},
-		{errUnavailable, errUnavailable, errUnavailable},
-		{retry.Permanent(errors.New("404 not found"))},
+	err503 := errors.New("503")
+	for id, errs := range [][]error{ // that fn returns, one per call, the last one again and again
+		{nil},
+		{err503, err503, nil},
+		{err503},
+		{retry.Permanent(errors.New("404"))},
 	} {
-		ctx := withRequestID(context.Background(), "r"+strconv.Itoa(id+1))
-		retry.Do(ctx, (&pinger{errs: errs}).Ping, p)
+		ctx, calls := withRequestID(context.Background(), "r"+strconv.Itoa(id+1)), 0
+		retry.Do(ctx, func(context.Context) error { calls++; return errs[min(calls, len(errs))-1] }, p)
 	}
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
-	retry.Do(withRequestID(cancelled, "r5"), (&pinger{}).Ping, p) // a ctx done before the first call
+	cancelled, cancel := context.WithCancel(withRequestID(context.Background(), "r5"))
+	cancel() // a ctx done before the first call
+	retry.Do(cancelled, func(context.Context) error { return nil }, p)
 	fmt.Printf("%v\n%v\n%v\nretries: %d\n", m.outcomes, m.attempts, m.elapsed, m.retries.Value())
 	// Output:
-	// level=DEBUG msg=retrying attempt=1 err="service unavailable" wait=100ms request_id=r2
-	// level=DEBUG msg=retrying attempt=2 err="service unavailable" wait=200ms request_id=r2
-	// level=DEBUG msg=retrying attempt=1 err="service unavailable" wait=100ms request_id=r3
-	// level=DEBUG msg=retrying attempt=2 err="service unavailable" wait=200ms request_id=r3
-	// level=WARN msg="call failed" outcome="exhausted/max attempts reached" attempts=3 elapsed=300ms err="retry: gave up after 3 attempts in 300ms (max attempts reached): service unavailable" request_id=r3
-	// level=WARN msg="call failed" outcome=non_retryable attempts=1 elapsed=0s err="404 not found" request_id=r4
+	// level=DEBUG msg=retrying attempt=1 err=503 wait=100ms request_id=r2
+	// level=DEBUG msg=retrying attempt=2 err=503 wait=200ms request_id=r2
+	// level=DEBUG msg=retrying attempt=1 err=503 wait=100ms request_id=r3
+	// level=DEBUG msg=retrying attempt=2 err=503 wait=200ms request_id=r3
+	// level=WARN msg="call failed" outcome="exhausted/max attempts reached" attempts=3 elapsed=300ms err="retry: gave up after 3 attempts in 300ms (max attempts reached): 503" request_id=r3
+	// level=WARN msg="call failed" outcome=non_retryable attempts=1 elapsed=0s err=404 request_id=r4
 	// level=WARN msg="call failed" outcome=not_started attempts=0 elapsed=0s err="retry: gave up before the first attempt (canceled: context canceled)" request_id=r5
 	// {"exhausted/max attempts reached": 1, "non_retryable": 1, "not_started": 1, "success_after_retry": 1, "success_first_try": 1}
 	// {"0": 1, "1": 2, "3": 2}

@@ -167,10 +167,10 @@ func Example_roundTripper() {
 
 	client := &http.Client{Transport: &retryTransport{Policy: retry.Policy{
 		MaxAttempts: 2,
-		OnRetry: func(_ context.Context, attempt int, err error, wait time.Duration) {
-			fmt.Printf("  attempt %d: %v; retrying in %v\n", attempt, err, wait)
-		},
-		Sleeper: noWait,
+		Sleeper: retry.SleeperFunc(func(ctx context.Context, wait time.Duration) error {
+			fmt.Println("  waits", wait) // and returns at once; real code leaves Sleeper nil
+			return ctx.Err()
+		}),
 	}}}
 	show := func(req *http.Request) {
 		resp, _ := client.Do(req)
@@ -188,13 +188,13 @@ func Example_roundTripper() {
 	show(down)
 	// Output:
 	// server: POST /keyed "order 7"
-	//   attempt 1: 503 Service Unavailable; retrying in 1s
+	//   waits 1s
 	// server: POST /keyed "order 7"
 	//   = 200 OK "done"
 	// server: POST /unkeyed "order 8"
 	//   = 503 Service Unavailable "busy\n"
 	// server: GET /down ""
-	//   attempt 1: 503 Service Unavailable; retrying in 1s
+	//   waits 1s
 	// server: GET /down ""
 	//   = 503 Service Unavailable "busy\n"
 }

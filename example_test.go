@@ -6,10 +6,16 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/doc"
+	"go/format"
+	"go/parser"
+	"go/token"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -174,8 +180,8 @@ var (
 
 // isRetryable retries everything but the errors a retry cannot fix.
 func isRetryable(err error) bool {
-	return !slices.ContainsFunc([]error{ErrInvalid, ErrUnauthenticated, ErrForbidden, ErrNotFound, ErrConflict},
-		func(permanent error) bool { return errors.Is(err, permanent) })
+	return !slices.ContainsFunc([]error{ErrInvalid, ErrUnauthenticated, ErrForbidden, ErrNotFound,
+		ErrConflict}, func(permanent error) bool { return errors.Is(err, permanent) })
 }
 
 // A predicate makes errors that another attempt cannot fix fail fast:
@@ -220,21 +226,22 @@ func ExamplePermanent() {
 func ExampleRetryExhausted() {
 	ft := &fakeTime{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	unavailable := func(ctx context.Context) error {
-		ft.now = ft.now.Add(400 * time.Millisecond) // each call takes 400ms
+		ft.now = ft.now.Add(500 * time.Millisecond) // each call takes 500ms
 		return errUnavailable
 	}
-	for _, p := range []retry.Policy{{MaxAttempts: 3}, {Timeout: time.Second, BaseDelay: 300 * time.Millisecond}} {
+	for _, p := range []retry.Policy{{MaxAttempts: 3}, {Timeout: time.Second}} {
 		p.Jitter, p.Clock, p.Sleeper = retry.NoJitter, ft, ft
 		err := retry.Do(context.Background(), unavailable, p)
 		var re *retry.RetryExhausted
 		if errors.As(err, &re) {
-			fmt.Println(re.Attempts, re.Reason, re.Last, errors.Is(err, errUnavailable), errors.Is(err, context.DeadlineExceeded))
+			fmt.Println(re.Attempts, re.Reason, re.Last,
+				errors.Is(err, errUnavailable), errors.Is(err, context.DeadlineExceeded))
 		}
 		fmt.Println(err)
 	}
 	// Output:
 	// 3 max attempts reached service unavailable true false
-	// retry: gave up after 3 attempts in 1.5s (max attempts reached): service unavailable
+	// retry: gave up after 3 attempts in 1.8s (max attempts reached): service unavailable
 	// 2 deadline reached service unavailable true true
 	// retry: gave up after 2 attempts in 1.1s (deadline reached: Policy.Timeout passed): service unavailable
 }
@@ -283,11 +290,11 @@ func ExampleDecorrelatedJitter() {
 func ExamplePolicy_fakeTime() {
 	ft := &fakeTime{now: time.Now()} // not a fixed date: Do measures ctx's deadline on Clock
 	start := ft.now
-	p := retry.Policy{MaxAttempts: 10, BaseDelay: time.Second, Timeout: 8 * time.Second, Jitter: retry.NoJitter,
+	p := retry.Policy{BaseDelay: time.Second, Timeout: 8 * time.Second, Jitter: retry.NoJitter,
 		Clock: ft, Sleeper: ft}
 	err := retry.Do(context.Background(), func(ctx context.Context) error {
 		fmt.Println("call at", ft.now.Sub(start))
-		return errUnavailable
+		return errors.New("503")
 	}, p)
 	fmt.Println(err)
 	// Output:
@@ -295,7 +302,7 @@ func ExamplePolicy_fakeTime() {
 	// call at 1s
 	// call at 3s
 	// call at 7s
-	// retry: gave up after 4 attempts in 7s (deadline reached: next wait 8s, with 1s left before Policy.Timeout): service unavailable
+	// retry: gave up after 4 attempts in 7s (deadline reached: next wait 8s, with 1s left before Policy.Timeout): 503
 }
 
 // One Budget per downstream service, shared by every call to it: during
@@ -487,12 +494,9 @@ func Example_attemptTimeout() {
 	// hello <nil>
 }
 
-// TestHTTPRecipes runs getBody (whose read postOrder shares) and
-// retryTransport against a server: each reads at most maxDrain bytes of an 8 MiB body that it
-// retries or refuses, and closes it; getBody reads a 2xx body whole, and
-// retries one that a reset cuts off; the transport leaves the response it
-// returns unread. A URL without a scheme or a host, and a server whose
-// certificate the client does not trust, fail at once, with no request served.
+// TestHTTPRecipes checks, against a server, what getBody (whose read
+// postOrder shares) and retryTransport return and read of each response,
+// which they close, and that a wrong URL or certificate fails at once.
 func TestHTTPRecipes(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), 8<<20)
 	var hits, resets atomic.Int32
@@ -605,3 +609,28 @@ func (b *bodyRecorder) Read(p []byte) (int, error) {
 }
 
 func (b *bodyRecorder) Close() error { b.closed = true; return b.ReadCloser.Close() }
+
+// TestExamplesWhole checks that go/doc makes of every Example the whole
+// program that pkg.go.dev shows and runs, which it can only from the names
+// the Example's own file declares, with no line wider than 110 columns
+// (tabs as 4), about what pkg.go.dev's box shows.
+func TestExamplesWhole(t *testing.T) {
+	fset, files := token.NewFileSet(), []*ast.File(nil)
+	names, _ := filepath.Glob("*_test.go")
+	for _, name := range names {
+		f, _ := parser.ParseFile(fset, name, nil, parser.ParseComments) // it compiled: it parses
+		files = append(files, f)
+	}
+	for _, ex := range doc.Examples(files...) {
+		var play strings.Builder
+		if ex.Play == nil || format.Node(&play, fset, ex.Play) != nil {
+			t.Errorf("Example%s: go/doc makes no whole program of it; want one: its file declares every name it uses", ex.Name)
+			continue
+		}
+		for _, line := range strings.Split(play.String(), "\n") {
+			if w := len([]rune(strings.ReplaceAll(line, "\t", "    "))); w > 110 {
+				t.Errorf("Example%s: a line %d columns wide; want at most 110:\n%s", ex.Name, w, line)
+			}
+		}
+	}
+}
