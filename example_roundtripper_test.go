@@ -32,27 +32,28 @@ import (
 // Retry-After asks, and only a request that is safe to send again: one
 // whose method is idempotent or that has an Idempotency-Key, and whose
 // body, if any, GetBody can rebuild (http.NewRequest sets GetBody for a
-// bytes.Reader, a bytes.Buffer or a strings.Reader). It sends any other
-// request once, such as one with a body and no GetBody: every inbound
-// request that an httputil.ReverseProxy forwards, unless replayable sets
-// it. Before each retry it reads at most 64 KiB of the response it
-// retries, and closes it. When it gives up on a status, at a
-// deadline too, it returns the last response, unread, as a client without
-// retries would: once ctx's deadline has passed, reading its body fails
-// with ctx's error. When ctx is cancelled, it returns Do's error.
+// bytes.Reader, a bytes.Buffer or a strings.Reader). Before each retry it
+// reads at most 64 KiB of the response it retries, and closes it. When it
+// gives up on a status, at a deadline too, it returns the last response,
+// unread, as a client without retries would: once ctx's deadline has
+// passed, reading its body fails with ctx's error. When ctx is cancelled,
+// it returns Do's error.
+//
+// It sends any other request once, such as one with a body and no GetBody
+// (every inbound request that an httputil.ReverseProxy forwards, unless
+// replayable sets it), and hides its GetBody from net/http, whose Transport
+// itself sends a request again, once, when a reused connection breaks
+// before the answer, if it is a GET, HEAD, OPTIONS or TRACE or has an
+// Idempotency-Key or X-Idempotency-Key header, even an empty one, and its
+// body, if any, can be rebuilt. So a request with a body that it sends once
+// reaches the server at most once; one without a body that has such a
+// header may reach it twice, and so may one that it retries, with
+// MaxAttempts 1 too: MaxAttempts counts Do's attempts, not requests.
 //
 // Policy must leave AttemptTimeout and Timeout 0: the caller reads the
 // body after RoundTrip returns, and Do cancels the attempt's ctx when fn
 // returns. Bound the whole exchange with http.Client.Timeout or the
 // request's ctx instead.
-//
-// MaxAttempts counts Do's attempts, not the requests that reach the
-// server: net/http's Transport itself sends a request again, once, when a
-// reused connection breaks before the answer, if the request is a GET,
-// HEAD, OPTIONS or TRACE or has an Idempotency-Key, and its body, if any,
-// can be rebuilt. So even with MaxAttempts 1 such a request may reach the
-// server twice; one that must reach it at most once has another method
-// and no Idempotency-Key.
 type retryTransport struct {
 	Base   http.RoundTripper // nil means http.DefaultTransport
 	Policy retry.Policy
@@ -70,7 +71,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("retryTransport: Policy.AttemptTimeout and Timeout must be 0")
 	}
 	if !resendable(req) {
-		return base.RoundTrip(req)
+		once := req.Clone(req.Context())
+		once.GetBody = nil // so that net/http does not send its body again
+		return base.RoundTrip(once)
 	}
 	var last *http.Response // the last attempt's response, if Do may retry it
 	sent := 0
@@ -199,14 +202,8 @@ func Example_roundTripper() {
 	//   = 503 Service Unavailable "busy\n"
 }
 
-// TestRoundTripper checks retryTransport's doc: it drains a short
-// response that it retries, so that one connection serves every attempt;
-// it returns the last attempt's error, or its response when it gives up on
-// a status, at a deadline too; Do's error when ctx is cancelled; and it
-// closes the body of a request that it does not send. With MaxAttempts 1,
-// net/http's Transport still sends a request with an Idempotency-Key a
-// second time when the reused connection breaks after the server read it;
-// a POST without one, once.
+// TestRoundTripper checks retryTransport's doc, a row per claim; /break
+// breaks a reused connection after the server read the request.
 func TestRoundTripper(t *testing.T) {
 	var resets, breaks atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -227,7 +224,8 @@ func TestRoundTripper(t *testing.T) {
 	defer srv.Close()
 	for _, tt := range []struct {
 		name, method, path string
-		keyed              bool          // the request has an Idempotency-Key
+		key                string        // the header that carries the request's idempotency key, if any
+		bodiless           bool          // the request has no body
 		timeout            time.Duration // of the request's ctx; a minute if 0
 		cancel             string        // when the request's ctx is cancelled: "at once", "in OnRetry", or ""
 		p                  retry.Policy
@@ -243,9 +241,12 @@ func TestRoundTripper(t *testing.T) {
 		{name: "AttemptTimeout set", path: "/", p: retry.Policy{AttemptTimeout: time.Second},
 			want: "error: retryTransport: Policy.AttemptTimeout and Timeout must be 0", unsent: true},
 		{name: "ctx done", path: "/", cancel: "at once", want: "canceled after 0", unsent: true},
-		{name: "POST with an Idempotency-Key, sent again by net/http", method: "POST", path: "/break", keyed: true,
+		{name: "POST with an Idempotency-Key, sent again by net/http", method: "POST", path: "/break", key: "Idempotency-Key",
 			p: retry.Policy{MaxAttempts: 1}, want: "503, 5001 bytes", sent: 2},
-		{name: "POST, sent once", method: "POST", path: "/break", p: retry.Policy{MaxAttempts: 1}, want: "error: ", sent: 1},
+		{name: "POST with an X-Idempotency-Key, sent once", method: "POST", path: "/break", key: "X-Idempotency-Key",
+			want: "error: ", sent: 1},
+		{name: "POST with an X-Idempotency-Key and no body, sent again by net/http", method: "POST", path: "/break",
+			key: "X-Idempotency-Key", bodiless: true, want: "503, 5001 bytes", sent: 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(tt.timeout, time.Minute))
@@ -269,12 +270,13 @@ func TestRoundTripper(t *testing.T) {
 			body := &bodyRecorder{ReadCloser: io.NopCloser(strings.NewReader("x"))}
 			req, _ := http.NewRequestWithContext(ctx, cmp.Or(tt.method, http.MethodPut), srv.URL+tt.path, body)
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
-			if tt.keyed {
-				req.Header.Set("Idempotency-Key", "order-7")
+			if tt.key != "" {
+				req.Header.Set(tt.key, "order-7")
 			}
-			if tt.p.Sleeper == nil {
-				tt.p.Sleeper = noWait
+			if tt.bodiless {
+				req.Body, req.GetBody = nil, nil
 			}
+			tt.p.Sleeper = noWait
 			resp, err := (&retryTransport{Base: tr, Policy: tt.p}).RoundTrip(req)
 			var re *retry.RetryExhausted
 			got := fmt.Sprint("error: ", err)
