@@ -326,33 +326,42 @@ func ExampleNewBudget() {
 }
 
 // A server that answers "busy, come back in 2s" gets its 2 seconds: Do
-// waits at least as long as the hint that After attaches. A hint longer
-// than MaxDelay ends the retries at once, and stays in the error's chain:
-// a worker reads it there to schedule the work again that much later.
+// waits at least as long as the hint that After attaches. When Do gives up
+// with a hint in fn's last error, above MaxDelay (HintTooLong) or on the
+// last attempt (MaxAttemptsReached), a worker reads it there and runs the
+// job again that long after Do returned: job 2 waited 2s, as asked, and
+// runs again in 5s, not 3s.
 func ExampleAfter() {
 	errBusy := errors.New("busy")
-	for _, hint := range []time.Duration{2 * time.Second, time.Minute} {
+	for job, errs := range [][]error{ // that the job's fn returns, one per call
+		{retry.After(time.Minute, errBusy)},                                        // above MaxDelay
+		{retry.After(2*time.Second, errBusy), retry.After(5*time.Second, errBusy)}, // on the last attempt
+	} {
 		ft := &fakeTime{now: time.Now()}
-		client := &pinger{errs: []error{retry.After(hint, errBusy)}} // busy, then fine
-		err := retry.Do(context.Background(), client.Ping, retry.Policy{
-			MaxDelay: 10 * time.Second,
-			OnRetry: func(_ context.Context, _ int, _ error, wait time.Duration) {
-				fmt.Println("waiting", wait)
-			},
-			Clock: ft, Sleeper: ft,
-		})
-		fmt.Println(err, errors.Is(err, errBusy))
-		var hinted interface{ RetryAfter() time.Duration }
-		if errors.As(err, &hinted) {
-			fmt.Println("schedule it again in", hinted.RetryAfter())
-		}
+		p := retry.Policy{MaxAttempts: 2, MaxDelay: 10 * time.Second, Clock: ft, Sleeper: ft}
+		work(fmt.Sprint("job ", job+1), (&pinger{errs: errs}).Ping, p)
 	}
 	// Output:
-	// waiting 2s
-	// <nil> false
-	// retry: gave up after 1 attempt in 0s (retry-after hint too long: 1m0s, above MaxDelay 10s): busy true
-	// schedule it again in 1m0s
+	// job 1: retry: gave up after 1 attempt in 0s (retry-after hint too long: 1m0s, above MaxDelay 10s): busy
+	// job 1 runs in 1m0s
+	// job 2: retry: gave up after 2 attempts in 2s (max attempts reached): busy
+	// job 2 runs in 5s
 }
+
+// work runs a job through Do, as a worker does; when fn's last error
+// carries a server's wait, whatever the Reason, it schedules the job again
+// that long after Do returned.
+func work(job string, fn func(context.Context) error, p retry.Policy) {
+	err := retry.Do(context.Background(), fn, p)
+	fmt.Printf("%s: %v\n", job, err)
+	var hint interface{ RetryAfter() time.Duration }
+	if errors.As(err, &hint) { // a server's wait, in fn's last error, whatever the Reason
+		schedule(job, time.Now().Add(hint.RetryAfter())) // counted from when fn returned it
+	}
+}
+
+// schedule stands for a job queue's.
+func schedule(job string, t time.Time) { fmt.Println(job, "runs in", time.Until(t).Round(time.Second)) }
 
 // ParseRetryAfter reads both forms of a Retry-After header, and says
 // whether there was a valid one at all.
