@@ -146,6 +146,53 @@ func TestMinAttemptTime(t *testing.T) {
 	}
 }
 
+// A hook tells an attempt cut by its own time as the README says: in
+// OnRetry, which Do calls only while ctx lives and the deadline is ahead,
+// fn's error is context.DeadlineExceeded; in OnDone, the same, with a
+// Reason other than DeadlineReached, as ctx's deadline and a passed
+// Policy.Timeout end fn's ctx too.
+func TestWhichTimeout(t *testing.T) {
+	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	attempt := retry.Policy{MaxAttempts: 2, AttemptTimeout: time.Second}
+	for _, tt := range []struct {
+		name    string
+		p       retry.Policy
+		timeout time.Duration // of the caller's ctx, if not 0
+		want    string        // what OnRetry, then OnDone, tell
+	}{
+		{"AttemptTimeout", attempt, 0, "OnRetry: own; OnDone: own"},
+		{"AttemptTimeout, refused", retry.Policy{AttemptTimeout: time.Second, IsRetryable: func(error) bool { return false }}, 0, "OnDone: own"},
+		{"Policy.Timeout", retry.Policy{Timeout: time.Second}, 0, "OnDone: not own"},
+		{"the caller's deadline", attempt, 1500 * time.Millisecond, "OnRetry: own; OnDone: not own"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				if tt.timeout != 0 {
+					ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+				}
+				defer cancel()
+				var told []string
+				own := map[bool]string{true: "own", false: "not own"}
+				p := tt.p
+				p.Jitter = retry.NoJitter
+				p.OnRetry = func(_ context.Context, _ int, err error, _ time.Duration) {
+					told = append(told, "OnRetry: "+own[errors.Is(err, context.DeadlineExceeded)])
+				}
+				p.OnDone = func(_ context.Context, _ int, _ time.Duration, err error) {
+					var re *retry.RetryExhausted
+					deadline := errors.As(err, &re) && re.Reason == retry.DeadlineReached
+					told = append(told, "OnDone: "+own[errors.Is(err, context.DeadlineExceeded) && !deadline])
+				}
+				retry.Do(ctx, hang, p)
+				if got := strings.Join(told, "; "); got != tt.want {
+					t.Errorf("hooks told %q; want %q", got, tt.want)
+				}
+			})
+		})
+	}
+}
+
 // busy returns a server that answers 503 with Retry-After: 2 to its first
 // n requests, then "ok".
 func busy(t *testing.T, n int32) *httptest.Server {
