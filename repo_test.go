@@ -124,15 +124,14 @@ func lineDiff(want, got string) string {
 }
 
 // TestREADMEGoBlocks checks that each Go block of README.md compiles: a
-// block of the circuit breaker, gRPC, database or interview section stands
-// in the module under testdata that runs it, any other block in a _test.go
-// file of this package, as it is or indented one tab (a function's body).
+// block of the gRPC, database or interview section stands in the module
+// under testdata that runs it, any other block in a _test.go file of this
+// package, as it is or indented one tab (a function's body).
 // The call in the package doc must be Example's, as it is.
 func TestREADMEGoBlocks(t *testing.T) {
 	readme, src := readFiles(t, "README.md"), readFiles(t, "*_test.go")
 	spans := map[string][]int{} // module: the span of its section
 	for section, module := range map[string]string{
-		"Circuit breaker":                    "testdata/gobreaker",
 		"gRPC":                               "testdata/grpc",
 		"Database transactions":              "testdata/postgres",
 		"From a blank screen: the interview": "testdata/interview",

@@ -1,7 +1,7 @@
-// Package awsrecipe is the README's AWS SDK recipe, as the README shows it:
-// Do around a DynamoDB call, with the SDK's own retries off and its
-// classification of errors kept. Its tests run it against an httptest
-// server that speaks DynamoDB's JSON protocol.
+// Package awsrecipe is the README's AWS SDK recipe: Do around a DynamoDB
+// call, with the SDK's own retries off and its classification of errors
+// kept. Its tests run it against an httptest server that speaks DynamoDB's
+// JSON protocol.
 package awsrecipe
 
 import (

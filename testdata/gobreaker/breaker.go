@@ -1,5 +1,5 @@
-// Package breaker is the README's circuit breaker recipe, as the README
-// shows it, wired into github.com/sony/gobreaker/v2. Its tests run it on
+// Package breaker is the README's circuit breaker recipe, the rule of its
+// table wired into github.com/sony/gobreaker/v2. Its tests run it on
 // synctest's fake clock, which gobreaker reads through time.Now.
 package breaker
 

@@ -24,8 +24,7 @@ type retrier struct {
 // do calls fn until it succeeds, fails for good, or runs out of attempts,
 // time or ctx. It returns nil, fn's error as is, or a *retryError.
 func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
-	// start is read before the first call; wait is the previous wait, base before the first;
-	// err is fn's last error.
+	// start is read before the first call; wait is the last wait, base at first; err, fn's last error
 	start, wait := r.now(), r.base
 	var err error
 	for n := 1; ; n++ { // n counts the calls of fn, this one included
