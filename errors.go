@@ -145,7 +145,7 @@ const (
 	Canceled
 	// HintTooLong means a hint asked for a wait above MaxDelay, or one that
 	// would not end before a deadline, or would leave less than
-	// Policy.MinAttemptTime before it.
+	// Policy.MinAttemptTime before it. It comes before DeadlineReached.
 	HintTooLong
 	// SleepFailed means the Sleeper returned an error of its own while
 	// ctx was not done. Cause is that error.
@@ -233,12 +233,11 @@ func interrupted(ctx context.Context, err error) *RetryExhausted {
 	return stop
 }
 
-// same reports whether a and b are one error: a == b where == is defined,
-// and else whether they have one type, as a custom ctx may return its error
-// of a type that == cannot compare (a slice's) from Err and from Cause. Where
-// a's type is b's and a is comparable, a == b cannot panic.
+// same reports whether a and b are one error: a == b where == is defined
+// for a, else reflect.DeepEqual(a, b), as a custom ctx may return errors of
+// a type that == cannot compare (a slice's) from Err and from Cause.
 func same(a, b error) bool {
-	return reflect.TypeOf(a) == reflect.TypeOf(b) && (!reflect.ValueOf(a).Comparable() || a == b)
+	return reflect.DeepEqual(a, b) && (!reflect.ValueOf(a).Comparable() || a == b)
 }
 
 // causeError is ctx's error with the cause ctx was cancelled with.

@@ -193,17 +193,23 @@ type doneCtx struct {
 func (c doneCtx) Done() <-chan struct{} { ch := make(chan struct{}); close(ch); return ch }
 func (c doneCtx) Err() error            { return c.err }
 
-// A ctx's error, or its cause, may be of a type that == cannot compare:
-// Do gives up with Canceled, and Cause reaches the cause once, without a panic.
-func TestUncomparableCtxErr(t *testing.T) {
-	withCause, cancel := context.WithCancelCause(context.Background())
-	cancel(sliceErr{"shutdown"})
+// ctx's cause is said once, after ctx's error, unless it is that error: the
+// same error where == is defined, an equal one where it is not (a slice's),
+// as a custom ctx may return. Do gives up with Canceled, without a panic.
+func TestCtxCause(t *testing.T) {
+	cancelled := func(cause error) context.Context {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(cause)
+		return ctx
+	}
 	for _, tt := range []struct {
 		ctx  context.Context
-		want string
+		want string // Cause's message
 	}{
 		{doneCtx{context.Background(), sliceErr{"gone"}}, "gone"},
-		{withCause, "context canceled: shutdown"},
+		{cancelled(sliceErr{"shutdown"}), "context canceled: shutdown"},
+		{doneCtx{cancelled(sliceErr{"shutdown"}), sliceErr{"gone"}}, "gone: shutdown"},
+		{cancelled(errors.New("context canceled")), "context canceled: context canceled"}, // not context.Canceled
 	} {
 		err := Do(tt.ctx, failOnce, Policy{})
 		if re := wantExhausted(t, err, Canceled, 0); re.Cause == nil || re.Cause.Error() != tt.want ||

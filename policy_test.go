@@ -87,29 +87,16 @@ func TestDefaultDelays(t *testing.T) {
 	}
 }
 
-// Do waits on the defaults: the zero Policy makes 5 attempts with
-// decorrelated waits from 100ms; a half-set Policy waits on the derived scale.
+// The zero Policy makes 5 attempts with decorrelated waits from 100ms: at
+// u = 0.5, base + (3·prev − base)/2.
 func TestDefaultsThroughDo(t *testing.T) {
 	ms := time.Millisecond
-	tests := []struct {
-		name  string
-		p     Policy
-		calls int
-		waits []time.Duration
-	}{
-		// decorrelated at u = 0.5: base + (3·prev − base)/2, from 100ms
-		{"zero", Policy{Rand: constRand(0.5)}, 5, []time.Duration{200 * ms, 350 * ms, 575 * ms, 912500 * time.Microsecond}},
-		{"MaxDelay alone", Policy{MaxDelay: 60 * ms, MaxAttempts: 3, Jitter: NoJitter}, 3, []time.Duration{20 * ms, 40 * ms}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ft := newFakeTime()
-			fn := &flaky{n: 100, err: errBoom}
-			err := Do(context.Background(), fn.call, ft.with(tt.p))
-			if got := ft.Waits(); !errors.Is(err, errBoom) || fn.calls != tt.calls || !slices.Equal(got, tt.waits) {
-				t.Errorf("Do() = %v after %d calls, waits %v; want boom after %d, %v", err, fn.calls, got, tt.calls, tt.waits)
-			}
-		})
+	want := []time.Duration{200 * ms, 350 * ms, 575 * ms, 912500 * time.Microsecond}
+	ft := newFakeTime()
+	fn := &flaky{n: 100, err: errBoom}
+	err := Do(context.Background(), fn.call, ft.with(Policy{Rand: constRand(0.5)}))
+	if got := ft.Waits(); !errors.Is(err, errBoom) || fn.calls != 5 || !slices.Equal(got, want) {
+		t.Errorf("Do() = %v after %d calls, waits %v; want boom after 5, %v", err, fn.calls, got, want)
 	}
 }
 

@@ -38,15 +38,15 @@ var (
 
 // Do calls fn until it succeeds and returns nil, or returns fn's error as it
 // is if fn marked it [Permanent] or [Policy.IsRetryable] refuses it, or gives
-// up with a *[RetryExhausted] whose Reason says why. fn's verdict comes
-// first; then ctx and the deadline, checked before each call of fn, after
-// each failed call and before each wait; then p's limits in order:
-// IsRetryable, MaxAttempts, the wait's fit, Budget, Sleeper. The first stop
-// found stands. The deadline is the nearer of ctx's and [Policy.Timeout] from
-// Do's start, on [Policy.Clock]. fn's ctx ends at it in real time, at
-// [Policy.AttemptTimeout], and when fn returns if Timeout or AttemptTimeout
-// is set. A nil ctx or fn, or an invalid p, gets a plain error. Do does not
-// recover panics. Concurrent calls may share a [Policy].
+// up with a *[RetryExhausted] whose Reason says why. fn's verdict (success or
+// Permanent) comes first; then ctx and the deadline, checked before each call
+// of fn, after each failed call and before each wait; then p's limits in
+// order: IsRetryable, MaxAttempts, whether the wait fits, Budget, Sleeper. Do
+// returns at the first stop it finds. The deadline is the nearer of ctx's and
+// [Policy.Timeout] from Do's start, on [Policy.Clock]. fn's ctx ends at it in
+// real time, at [Policy.AttemptTimeout], and when fn returns if Timeout or
+// AttemptTimeout is set. A nil ctx or fn, or an invalid p, gets a plain
+// error. Do does not recover panics. Concurrent calls may share a [Policy].
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	switch {
 	case ctx == nil:
@@ -170,7 +170,8 @@ func (r *run) setDeadline() {
 
 // fnCtx returns the ctx for the next call of fn: ctx itself, or one that
 // also ends at Policy.Timeout, and at Policy.AttemptTimeout from now, if
-// they are set, whose cancel release calls.
+// they are set, whose cancel release calls. After a wait, it reads the
+// Clock for what is left of the Timeout.
 func (r *run) fnCtx() context.Context {
 	if r.p.Timeout == 0 && r.p.AttemptTimeout == 0 {
 		return r.ctx // no limit of Do's own: spare the context; ctx's deadline ends ctx itself

@@ -1129,7 +1129,8 @@ func FuzzDo(f *testing.F) {
 	// What the seeds above do not reach, in place of a committed corpus: a Budget of one retry,
 	// under DecorrelatedJitter at its cap (u above 1); Permanent failures; refused ones; a hint
 	// above MaxDelay; an AttemptTimeout, and a call past the Timeout; ctx's deadline nearer than
-	// the Timeout, with NoJitter at its cap for over a minute; invalid Policies, one per field.
+	// the Timeout, with NoJitter at its cap for over a minute; a negative BaseDelay, MaxDelay,
+	// Timeout and MinAttemptTime.
 	ms := int64(time.Millisecond)
 	f.Add(5, ms, 2*ms, int64(0), int64(0), uint8(9), int64(0), int64(0), uint8(0x43), 2.0)
 	f.Add(5, ms, 1000*ms, int64(0), int64(0), uint8(3), int64(0), int64(0), uint8(0x80), 0.5)
