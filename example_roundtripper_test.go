@@ -39,16 +39,19 @@ import (
 // passed, reading its body fails with ctx's error. When ctx is cancelled,
 // it returns Do's error.
 //
-// It sends any other request once, such as one with a body and no GetBody
-// (every inbound request that an httputil.ReverseProxy forwards, unless
-// replayable sets it), and hides its GetBody from net/http, whose Transport
-// itself sends a request again, once, when a reused connection breaks
-// before the answer, if it is a GET, HEAD, OPTIONS or TRACE or has an
-// Idempotency-Key or X-Idempotency-Key header, even an empty one, and its
-// body, if any, can be rebuilt. So a request with a body that it sends once
-// reaches the server at most once; one without a body that has such a
-// header may reach it twice, and so may one that it retries, with
-// MaxAttempts 1 too: MaxAttempts counts Do's attempts, not requests.
+// It sends any other request once, such as a POST without an
+// Idempotency-Key, or one with a body and no GetBody (every inbound request
+// that an httputil.ReverseProxy forwards, unless replayable sets it), and
+// hides its GetBody from net/http.
+//
+// net/http's Transport itself sends a request again, once, when a reused
+// connection breaks before the answer, if it is a GET, HEAD, OPTIONS or
+// TRACE or has an Idempotency-Key or X-Idempotency-Key header, even an
+// empty one, and its body, if any, can be rebuilt with GetBody. So a
+// request with a body that retryTransport sends once reaches the server at
+// most once; one without a body that has such a header may reach it twice,
+// and so may one that it retries, with MaxAttempts 1 too: MaxAttempts
+// counts Do's attempts, not requests.
 //
 // Policy must leave AttemptTimeout and Timeout 0: the caller reads the
 // body after RoundTrip returns, and Do cancels the attempt's ctx when fn

@@ -355,8 +355,8 @@ func work(job string, fn func(context.Context) error, p retry.Policy) {
 	err := retry.Do(context.Background(), fn, p)
 	fmt.Printf("%s: %v\n", job, err)
 	var hint interface{ RetryAfter() time.Duration }
-	if errors.As(err, &hint) { // a server's wait, in fn's last error, whatever the Reason
-		schedule(job, time.Now().Add(hint.RetryAfter())) // counted from when fn returned it
+	if errors.As(err, &hint) { // in fn's last error
+		schedule(job, time.Now().Add(hint.RetryAfter())) // from now: Do returns as fn returns it
 	}
 }
 

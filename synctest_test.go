@@ -150,7 +150,8 @@ func TestMinAttemptTime(t *testing.T) {
 // OnRetry, which Do calls only while ctx lives and the deadline is ahead,
 // fn's error is context.DeadlineExceeded; in OnDone, the same, with a
 // Reason other than DeadlineReached, as ctx's deadline and a passed
-// Policy.Timeout end fn's ctx too.
+// Policy.Timeout end fn's ctx too. DeadlineReached also ends a call whose
+// last attempt ran out of its own time if no wait fits before the deadline.
 func TestWhichTimeout(t *testing.T) {
 	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
 	attempt := retry.Policy{MaxAttempts: 2, AttemptTimeout: time.Second}
@@ -163,6 +164,7 @@ func TestWhichTimeout(t *testing.T) {
 		{"AttemptTimeout", attempt, 0, "OnRetry: own; OnDone: own"},
 		{"AttemptTimeout, refused", retry.Policy{AttemptTimeout: time.Second, IsRetryable: func(error) bool { return false }}, 0, "OnDone: own"},
 		{"Policy.Timeout", retry.Policy{Timeout: time.Second}, 0, "OnDone: not own"},
+		{"AttemptTimeout, then no wait fits", retry.Policy{AttemptTimeout: time.Second, Timeout: 1050 * time.Millisecond}, 0, "OnDone: not own"},
 		{"the caller's deadline", attempt, 1500 * time.Millisecond, "OnRetry: own; OnDone: not own"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
